@@ -1,0 +1,194 @@
+//===- JsonSource.cpp - JSON documents with source positions --------------===//
+//
+// This file implements JsonSource. Positions come from an input iterator that
+// publishes how far nlohmann's lexer has read; at each `key` parse event the
+// lexer has just consumed the closing quote of that key.
+//
+//===----------------------------------------------------------------------===//
+#include "config/JsonSource.h"
+
+#include <iterator>
+#include <vector>
+
+namespace archc {
+
+namespace {
+/// A `const char*` iterator that records the furthest position read.
+struct TrackingIterator {
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char *;
+  using reference = const char &;
+
+  const char *p = nullptr;
+  const char **furthest = nullptr;
+
+  reference operator*() const { return *p; }
+  TrackingIterator &operator++() {
+    ++p;
+    if (furthest && p > *furthest)
+      *furthest = p;
+    return *this;
+  }
+  TrackingIterator operator++(int) {
+    TrackingIterator t = *this;
+    ++*this;
+    return t;
+  }
+  bool operator==(const TrackingIterator &o) const { return p == o.p; }
+  bool operator!=(const TrackingIterator &o) const { return p != o.p; }
+};
+
+std::string escapePointerToken(const std::string &key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+} // namespace
+
+std::unique_ptr<JsonSource> JsonSource::load(const std::string &path,
+                                             SourceMgr &sm,
+                                             DiagnosticEngine &d) {
+  uint32_t id = sm.findFile(path);
+  if (!id) {
+    std::string err;
+    id = sm.addFile(path, err);
+    if (!id) {
+      d.error(SourceRange(), "cannot read config file '{}': {}", path, err);
+      return nullptr;
+    }
+  }
+  return parse(id, sm, d);
+}
+
+std::unique_ptr<JsonSource> JsonSource::parse(uint32_t fileId,
+                                              const SourceMgr &sm,
+                                              DiagnosticEngine &d) {
+  auto src = std::make_unique<JsonSource>();
+  src->fileId = fileId;
+  src->sm = &sm;
+  std::string_view text = sm.getText(fileId);
+  const char *base = text.data();
+  const char *furthest = base;
+  TrackingIterator first{base, &furthest};
+  TrackingIterator last{base + text.size(), nullptr};
+
+  // Path of containers being parsed: the key (or array index) under which
+  // each nested value sits.
+  std::vector<std::string> path;
+  std::vector<bool> isArray;
+  std::vector<size_t> arrayIndex;
+  std::string pendingKey;
+  bool havePendingKey = false;
+  auto currentPointer = [&]() {
+    std::string s;
+    for (const std::string &p : path)
+      s += "/" + p;
+    return s;
+  };
+  auto enterValue = [&]() -> std::string {
+    // The token under which a new value in the current container sits.
+    if (!isArray.empty() && isArray.back())
+      return std::to_string(arrayIndex.back()++);
+    if (havePendingKey) {
+      havePendingKey = false;
+      return pendingKey;
+    }
+    return "";
+  };
+
+  auto callback = [&](int, nlohmann::json::parse_event_t ev,
+                      nlohmann::json &parsed) -> bool {
+    using E = nlohmann::json::parse_event_t;
+    switch (ev) {
+    case E::object_start:
+    case E::array_start: {
+      bool nested = !isArray.empty();
+      std::string token = nested ? enterValue() : "";
+      if (nested)
+        path.push_back(token);
+      isArray.push_back(ev == E::array_start);
+      arrayIndex.push_back(0);
+      break;
+    }
+    case E::object_end:
+    case E::array_end:
+      isArray.pop_back();
+      arrayIndex.pop_back();
+      if (!path.empty() && !isArray.empty())
+        path.pop_back();
+      break;
+    case E::key: {
+      size_t end = static_cast<size_t>(furthest - base);
+      // Find the opening quote of the key, skipping escaped quotes.
+      size_t b = end >= 2 ? end - 2 : 0;
+      while (b > 0 && !(text[b] == '"' && text[b - 1] != '\\'))
+        --b;
+      pendingKey = escapePointerToken(parsed.get<std::string>());
+      havePendingKey = true;
+      src->keyOffsets[currentPointer() + "/" + pendingKey] = {b, end};
+      break;
+    }
+    case E::value:
+      if (!isArray.empty())
+        enterValue();
+      break;
+    }
+    return true;
+  };
+
+  try {
+    src->doc = nlohmann::json::parse(first, last, callback,
+                                     /*allow_exceptions=*/true,
+                                     /*ignore_comments=*/false);
+  } catch (const nlohmann::json::parse_error &e) {
+    size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+    SourceLoc loc = sm.getLoc(fileId, offset);
+    std::string msg = e.what();
+    // nlohmann prefixes "[json.exception.parse_error.101] parse error at line
+    // 1, column 2: "; keep only the explanation.
+    size_t colon = msg.find(": ");
+    if (colon != std::string::npos)
+      msg = msg.substr(colon + 2);
+    d.error(SourceRange(loc, loc), "invalid JSON: {}", msg);
+    return nullptr;
+  } catch (const std::exception &e) {
+    d.error(SourceRange(SourceLoc{fileId, 1, 1}), "invalid JSON: {}",
+            e.what());
+    return nullptr;
+  }
+  if (!src->doc.is_object()) {
+    d.error(src->fileStart(), "a config file must hold a JSON object, not {}",
+            src->doc.type_name());
+    return nullptr;
+  }
+  return src;
+}
+
+SourceRange JsonSource::rangeOf(const std::string &pointer) const {
+  auto it = keyOffsets.find(pointer);
+  if (it == keyOffsets.end())
+    return fileStart();
+  return {sm->getLoc(fileId, it->second.first),
+          sm->getLoc(fileId, it->second.second)};
+}
+
+SourceRange JsonSource::fileStart() const {
+  std::string_view text = sm->getText(fileId);
+  size_t i = 0;
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\n' ||
+                             text[i] == '\r' || text[i] == '\t'))
+    ++i;
+  SourceLoc l = sm->getLoc(fileId, i);
+  return {l, SourceLoc{l.fileId, l.line, l.col + 1}};
+}
+
+} // namespace archc

@@ -1,0 +1,142 @@
+//===- Compiler.cpp - Front half of the archc pipeline --------------------===//
+//
+// This file implements compileModule() and the default pipeline per emit
+// target (onnx-mlir's ordered EmitTarget style).
+//
+//===----------------------------------------------------------------------===//
+#include "driver/Compiler.h"
+
+#include "config/ConfigBinder.h"
+#include "frontend/Sema.h"
+#include "ir/Verifier.h"
+#include "irgen/Evaluator.h"
+#include "passes/Passes.h"
+
+#include <filesystem>
+
+namespace archc {
+
+std::vector<std::string> defaultPipeline(const Options &opts) {
+  switch (opts.emit) {
+  case EmitTarget::Weights:
+    return {};
+  case EmitTarget::IR:
+    return {"shape-inference"};
+  case EmitTarget::Profile:
+    return {"shape-inference", "kv-cache", "shape-inference"};
+  case EmitTarget::Onnx:
+  case EmitTarget::OnnxText:
+    if (opts.kvCache)
+      return {"shape-inference", "kv-cache", "shape-inference",
+              "expand-repeat"};
+    return {"shape-inference", "attention-mask", "shape-inference",
+            "expand-repeat"};
+  }
+  return {};
+}
+
+static ir::DType chooseDType(const Options &opts, const JsonSource &cfg) {
+  if (!opts.dtype.empty())
+    return ir::parseDType(opts.dtype);
+  if (opts.emit == EmitTarget::Onnx || opts.emit == EmitTarget::OnnxText)
+    return ir::DType::F32;
+  const nlohmann::json &root = cfg.root();
+  for (const char *key : {"torch_dtype", "dtype"}) {
+    for (const nlohmann::json *obj :
+         {&root, root.contains("text_config") ? &root["text_config"] : nullptr}) {
+      if (!obj || !obj->is_object())
+        continue;
+      auto it = obj->find(key);
+      if (it != obj->end() && it->is_string()) {
+        ir::DType t = ir::parseDType(it->get<std::string>());
+        if (ir::isFloat(t))
+          return t;
+      }
+    }
+  }
+  return ir::DType::F32;
+}
+
+bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
+  DiagnosticEngine &diags = *c.diags;
+  if (!c.program.load(opts.input, opts.includeDirs, c.sourceMgr, diags))
+    return false;
+  std::string architecture;
+  if (!opts.config.empty()) {
+    c.config = JsonSource::load(opts.config, c.sourceMgr, diags);
+    if (!c.config)
+      return false;
+    const nlohmann::json &root = c.config->root();
+    auto it = root.find("architectures");
+    if (it != root.end() && it->is_array() && !it->empty() &&
+        (*it)[0].is_string())
+      architecture = (*it)[0].get<std::string>();
+  }
+  c.arch = c.program.selectArch(architecture, diags);
+  if (!c.arch)
+    return false;
+  if (!runSema(c.program, *c.arch, diags))
+    return false;
+  if (!c.config) {
+    diags.error(SourceRange(), "--config <config.json> is required to go "
+                               "past semantic checks");
+    return false;
+  }
+  if (!architecture.empty() && !c.arch->matches.empty() &&
+      std::find(c.arch->matches.begin(), c.arch->matches.end(),
+                architecture) == c.arch->matches.end()) {
+    std::string list;
+    for (const std::string &m : c.arch->matches)
+      list += (list.empty() ? "" : ", ") + m;
+    diags
+        .warning(c.config->rangeOf("/architectures"),
+                 "config architecture '" + architecture + "' is not one of " +
+                     c.arch->name + "'s (" + list + ")")
+        .notes.push_back({c.arch->nameRange, "arch declared here"});
+  }
+
+  c.module = std::make_unique<ir::Module>();
+  ir::Module &m = *c.module;
+  m.name = c.arch->name;
+  m.sourceFile = std::filesystem::path(opts.input).filename().string();
+  m.configFile = std::filesystem::path(opts.config).filename().string();
+  m.activationDType = chooseDType(opts, *c.config);
+
+  Evaluator eval(c.program, diags, m);
+  std::shared_ptr<Env> cfgEnv = bindConfig(*c.arch, *c.config, eval, diags);
+  if (!cfgEnv)
+    return false;
+  for (auto &[name, value] : cfgEnv->locals()) {
+    ir::Attr a;
+    if (Evaluator::toAttr(value, a))
+      m.info[name] = a;
+  }
+  if (!eval.buildModel(*c.arch, cfgEnv))
+    return false;
+  if (!ir::verifyModule(m, diags))
+    return false;
+
+  std::vector<std::string> pipeline =
+      opts.passes ? *opts.passes : defaultPipeline(opts);
+  PassManager pm;
+  pm.setVerifyEach(opts.verifyEach);
+  if (!opts.printIRAfter.empty())
+    pm.setPrintIRAfter({opts.printIRAfter.begin(), opts.printIRAfter.end()},
+                       &irOut, opts.printLoc);
+  for (const std::string &name : pipeline) {
+    const PassInfo *info = lookupPass(name);
+    if (!info) {
+      std::string known;
+      for (const PassInfo &p : passRegistry())
+        known += (known.empty() ? "" : ", ") + p.name;
+      diags.error(SourceRange(),
+                  "unknown pass '" + name + "' (known: " + known + ")");
+      return false;
+    }
+    pm.addPass(info->create());
+  }
+  PassContext ctx{diags, c.sourceMgr};
+  return pm.run(m, ctx);
+}
+
+} // namespace archc

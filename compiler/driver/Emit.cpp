@@ -1,0 +1,42 @@
+//===- Emit.cpp - Back ends of the driver ---------------------------------===//
+//
+// This file implements emit(): IR and weight-list printing; the profile and
+// ONNX back ends are called from here.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/Emit.h"
+
+#include "ir/Printer.h"
+#include "support/AtomicFile.h"
+
+#include <sstream>
+
+namespace archc {
+
+bool emit(const Options &opts, Compilation &c, std::ostream &out) {
+  DiagnosticEngine &diags = *c.diags;
+  std::ostringstream text;
+  switch (opts.emit) {
+  case EmitTarget::IR: {
+    ir::PrintOptions po;
+    po.printLocations = opts.printLoc;
+    po.sourceMgr = &c.sourceMgr;
+    ir::printModule(*c.module, text, po);
+    break;
+  }
+  case EmitTarget::Weights:
+    ir::printWeightList(*c.module, text);
+    break;
+  default:
+    diags.error(SourceRange(), "this -emit target is not available yet");
+    return false;
+  }
+  if (opts.output.empty() || opts.output == "-") {
+    out << text.str();
+    out.flush();
+    return true;
+  }
+  return writeFileAtomically(opts.output, text.str(), diags);
+}
+
+} // namespace archc

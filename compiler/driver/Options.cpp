@@ -1,0 +1,309 @@
+//===- Options.cpp - archc command-line options ---------------------------===//
+//
+// This file implements the command-line parser. Flags accept both
+// `--flag=value` and `--flag value`; single-dash long forms (`-emit=ir`)
+// are accepted as in LLVM tools.
+//
+//===----------------------------------------------------------------------===//
+#include "driver/Options.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+namespace archc {
+
+namespace {
+const char *kUsage = R"(usage: archc <file.arch> --config <config.json> [options]
+
+Compiles a model architecture for the Hugging Face config of one model.
+
+Output:
+  -emit=ir             typed IR (default), deterministic text
+  -emit=weights        the checkpoint's weight tensors (name, shape, dtype)
+  -emit=profile        parameters, FLOPs, memory, KV bytes, latency
+  -emit=onnx           ONNX model (-o model.onnx), with KV-cache I/O
+  -emit=onnx-text      the ONNX graph as text
+  -o <path>            output file (default: stdout for text outputs)
+  --dtype=<t>          f32 | f16 | bf16 (default: the config's torch_dtype;
+                       f32 for ONNX)
+
+Pipeline and debugging:
+  --passes=<a,b,...>   run exactly these passes (shape-inference, kv-cache,
+                       attention-mask, expand-repeat)
+  --print-ir-after=<p> print the IR after pass p (or "all")
+  --print-loc          print op source locations in the IR
+  --no-verify-each     do not verify the IR after every pass
+  --verify-diagnostics check expected-error comments instead of printing
+  --error-limit=<n>    stop after n errors (default 20, 0 = no limit)
+  -I <dir>             add an import search directory
+
+Profile (-emit=profile):
+  --batch=<n[,n]>      batch size(s) (default 1)
+  --seq=<n[,n...]>     prompt length(s) for prefill (default 2048)
+  --past=<n[,n...]>    tokens already cached for decode (default = seq)
+  --context=<n>        same as --past
+  --device=<id[,id]>   device(s) from runtime_profile/devices.yaml
+  --runtime=<preset>   runtime preset (bf16, fp16, fp8, w4a16, ...) or a YAML
+                       file
+  --format=<f>         table (default) | json | csv | md
+  --per-op             also print one row per op
+  --profile-dir=<dir>  runtime_profile directory
+
+ONNX (-emit=onnx):
+  --weights=<path>     .safetensors file, sharded index.json, or directory
+  --init=<mode>        without --weights: none (external-data layout) |
+                       random | zeros
+  --seed=<n>           seed for --init=random (default 0)
+  --no-kv-cache        single-pass model without past/present I/O
+  --no-genai-config    do not write genai_config.json
+  --embed-weights      store weights inside the .onnx (models < 2 GiB)
+)";
+
+bool splitList(const std::string &s, std::vector<std::string> &out) {
+  out.clear();
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    std::string part = s.substr(start, comma == std::string::npos
+                                           ? std::string::npos
+                                           : comma - start);
+    if (part.empty())
+      return false;
+    out.push_back(part);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return !out.empty();
+}
+
+bool parseInts(const std::string &flag, const std::string &s,
+               std::vector<int64_t> &out, int64_t minValue) {
+  std::vector<std::string> parts;
+  if (!splitList(s, parts)) {
+    fmt::print(stderr, "archc: error: {} expects a comma-separated list of "
+                       "integers, got '{}'\n",
+               flag, s);
+    return false;
+  }
+  out.clear();
+  for (const std::string &p : parts) {
+    char *end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(p.c_str(), &end, 10);
+    if (errno || *end || v < minValue || v > (1LL << 40)) {
+      fmt::print(stderr, "archc: error: {}: '{}' is not an integer in [{}, "
+                         "2^40]\n",
+                 flag, p, minValue);
+      return false;
+    }
+    out.push_back(v);
+  }
+  return true;
+}
+} // namespace
+
+bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
+  exitCode = 1;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i];
+    if (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.size() > 2 &&
+        a != "-o" && a != "-I")
+      a = "-" + a; // -emit=ir -> --emit=ir
+    std::string name = a, value;
+    bool hasValue = false;
+    if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      hasValue = true;
+    }
+    auto need = [&]() -> bool {
+      if (hasValue)
+        return true;
+      if (i + 1 >= args.size()) {
+        fmt::print(stderr, "archc: error: {} needs a value\n", name);
+        return false;
+      }
+      value = args[++i];
+      return true;
+    };
+    auto noValue = [&]() {
+      if (hasValue) {
+        fmt::print(stderr, "archc: error: {} takes no value\n", name);
+        return false;
+      }
+      return true;
+    };
+    if (name == "--help" || name == "-h") {
+      std::fputs(kUsage, stdout);
+      exitCode = 0;
+      return false;
+    }
+    if (name == "--version") {
+      std::puts("archc 0.1.0");
+      exitCode = 0;
+      return false;
+    }
+    if (name == "--config") {
+      if (!need())
+        return false;
+      o.config = value;
+    } else if (name == "--emit") {
+      if (!need())
+        return false;
+      if (value == "ir")
+        o.emit = EmitTarget::IR;
+      else if (value == "weights")
+        o.emit = EmitTarget::Weights;
+      else if (value == "profile")
+        o.emit = EmitTarget::Profile;
+      else if (value == "onnx")
+        o.emit = EmitTarget::Onnx;
+      else if (value == "onnx-text")
+        o.emit = EmitTarget::OnnxText;
+      else {
+        fmt::print(stderr, "archc: error: unknown -emit value '{}' (expected "
+                           "ir, weights, profile, onnx or onnx-text)\n",
+                   value);
+        return false;
+      }
+    } else if (name == "-o" || name == "--output") {
+      if (!need())
+        return false;
+      o.output = value;
+    } else if (name == "-I") {
+      if (!need())
+        return false;
+      o.includeDirs.push_back(value);
+    } else if (name == "--passes") {
+      if (!need())
+        return false;
+      std::vector<std::string> list;
+      if (!value.empty() && !splitList(value, list)) {
+        fmt::print(stderr, "archc: error: malformed --passes list '{}'\n",
+                   value);
+        return false;
+      }
+      o.passes = list;
+    } else if (name == "--print-ir-after") {
+      if (!need() || !splitList(value, o.printIRAfter)) {
+        fmt::print(stderr, "archc: error: --print-ir-after needs pass names\n");
+        return false;
+      }
+    } else if (name == "--print-ir-after-all") {
+      o.printIRAfter = {"all"};
+    } else if (name == "--print-loc") {
+      if (!noValue())
+        return false;
+      o.printLoc = true;
+    } else if (name == "--no-verify-each") {
+      o.verifyEach = false;
+    } else if (name == "--verify-diagnostics") {
+      o.verifyDiagnostics = true;
+    } else if (name == "--error-limit") {
+      std::vector<int64_t> v;
+      if (!need() || !parseInts(name, value, v, 0))
+        return false;
+      o.errorLimit = static_cast<unsigned>(v[0]);
+    } else if (name == "--dtype") {
+      if (!need())
+        return false;
+      if (value != "f32" && value != "fp32" && value != "f16" &&
+          value != "fp16" && value != "bf16" && value != "float32" &&
+          value != "float16" && value != "bfloat16") {
+        fmt::print(stderr, "archc: error: --dtype must be f32, f16 or bf16, "
+                           "got '{}'\n",
+                   value);
+        return false;
+      }
+      o.dtype = value;
+    } else if (name == "--batch") {
+      if (!need() || !parseInts(name, value, o.batch, 1))
+        return false;
+    } else if (name == "--seq") {
+      if (!need() || !parseInts(name, value, o.seq, 1))
+        return false;
+    } else if (name == "--past" || name == "--context") {
+      if (!need() || !parseInts(name, value, o.past, 0))
+        return false;
+    } else if (name == "--device") {
+      if (!need() || !splitList(value, o.devices)) {
+        fmt::print(stderr, "archc: error: --device needs device ids\n");
+        return false;
+      }
+    } else if (name == "--runtime") {
+      if (!need())
+        return false;
+      o.runtime = value;
+    } else if (name == "--format") {
+      if (!need())
+        return false;
+      if (value != "table" && value != "json" && value != "csv" &&
+          value != "md") {
+        fmt::print(stderr, "archc: error: --format must be table, json, csv "
+                           "or md, got '{}'\n",
+                   value);
+        return false;
+      }
+      o.format = value;
+    } else if (name == "--per-op") {
+      o.perOp = true;
+    } else if (name == "--profile-dir") {
+      if (!need())
+        return false;
+      o.profileDir = value;
+    } else if (name == "--weights") {
+      if (!need())
+        return false;
+      o.weights = value;
+    } else if (name == "--init") {
+      if (!need())
+        return false;
+      if (value != "none" && value != "random" && value != "zeros") {
+        fmt::print(stderr, "archc: error: --init must be none, random or "
+                           "zeros, got '{}'\n",
+                   value);
+        return false;
+      }
+      o.init = value;
+    } else if (name == "--seed") {
+      std::vector<int64_t> v;
+      if (!need() || !parseInts(name, value, v, 0))
+        return false;
+      o.seed = static_cast<uint64_t>(v[0]);
+    } else if (name == "--no-kv-cache") {
+      o.kvCache = false;
+    } else if (name == "--no-genai-config") {
+      o.genaiConfig = false;
+    } else if (name == "--embed-weights") {
+      o.embedWeights = true;
+    } else if (!a.empty() && a[0] == '-' && a != "-") {
+      fmt::print(stderr, "archc: error: unknown option '{}' (see --help)\n",
+                 args[i]);
+      return false;
+    } else {
+      if (!o.input.empty()) {
+        fmt::print(stderr, "archc: error: more than one input file ('{}' and "
+                           "'{}')\n",
+                   o.input, a);
+        return false;
+      }
+      o.input = a;
+    }
+  }
+  if (o.input.empty()) {
+    fmt::print(stderr, "archc: error: no input .arch file (see --help)\n");
+    return false;
+  }
+  if (o.config.empty() && !o.verifyDiagnostics) {
+    fmt::print(stderr, "archc: error: --config <config.json> is required\n");
+    return false;
+  }
+  return true;
+}
+
+} // namespace archc

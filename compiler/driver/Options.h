@@ -1,0 +1,58 @@
+//===- Options.h - archc command-line options -------------------*- C++ -*-===//
+//
+// This file declares the command-line options of `archc` and their parser.
+// EmitTarget is ordered: later targets run more of the pipeline.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_DRIVER_OPTIONS_H
+#define ARCHC_DRIVER_OPTIONS_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace archc {
+
+enum class EmitTarget { Weights, IR, Profile, Onnx, OnnxText };
+
+struct Options {
+  std::string input;
+  std::string config;
+  EmitTarget emit = EmitTarget::IR;
+  std::string output; ///< -o; "-" or empty = stdout where that makes sense
+  std::vector<std::string> includeDirs;
+  std::optional<std::vector<std::string>> passes;
+  std::vector<std::string> printIRAfter;
+  bool printLoc = false;
+  bool verifyEach = true;
+  bool verifyDiagnostics = false;
+  unsigned errorLimit = 20;
+  std::string dtype; ///< activation/weight dtype override
+
+  // Profile.
+  std::vector<int64_t> batch = {1};
+  std::vector<int64_t> seq = {};
+  std::vector<int64_t> past = {};
+  std::vector<std::string> devices;
+  std::string runtime;
+  std::string format = "table";
+  bool perOp = false;
+  std::string profileDir; ///< runtime_profile directory override
+
+  // ONNX.
+  std::string weights;
+  std::string init = "none"; ///< none | random | zeros
+  uint64_t seed = 0;
+  bool kvCache = true;
+  bool genaiConfig = true;
+  bool embedWeights = false;
+};
+
+/// Parses argv. On error prints a message to stderr and returns false;
+/// `exitCode` is set (0 for --help/--version).
+bool parseOptions(int argc, char **argv, Options &opts, int &exitCode);
+
+} // namespace archc
+
+#endif // ARCHC_DRIVER_OPTIONS_H

@@ -1,0 +1,57 @@
+//===- Program.h - A .arch file with its imports ----------------*- C++ -*-===//
+//
+// This file declares Program: the main .arch file, every file it imports
+// (transitively, each once), the top-level `def`s they declare, and the
+// selected `arch`. Imports resolve relative to the importing file, then the
+// include directories (`-I`), then archc's bundled `archs/` directory.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_FRONTEND_PROGRAM_H
+#define ARCHC_FRONTEND_PROGRAM_H
+
+#include "frontend/Ast.h"
+#include "support/Diagnostics.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace archc {
+
+class Program {
+public:
+  /// Loads `path` and its imports. Returns false after reporting errors.
+  bool load(const std::string &path, const std::vector<std::string> &includeDirs,
+            SourceMgr &sm, DiagnosticEngine &diags);
+
+  /// Chooses the arch to compile: the only one in the main file, or the one
+  /// whose `matches` list names `architecture` (from config.json).
+  const ast::ArchDecl *selectArch(const std::string &architecture,
+                                  DiagnosticEngine &diags) const;
+
+  const ast::File &getMainFile() const { return *files.front(); }
+  const std::vector<std::unique_ptr<ast::File>> &getFiles() const {
+    return files;
+  }
+  /// Top-level defs of all files by name.
+  const std::map<std::string, const ast::DefDecl *> &getDefs() const {
+    return defs;
+  }
+  std::vector<uint32_t> getFileIds() const;
+
+private:
+  std::vector<std::unique_ptr<ast::File>> files;
+  std::map<std::string, const ast::DefDecl *> defs;
+  bool loadFile(const std::string &path, SourceRange importedAt,
+                const std::vector<std::string> &includeDirs, SourceMgr &sm,
+                DiagnosticEngine &diags, unsigned depth);
+};
+
+/// The directory holding archc's bundled architectures (with std/), set at
+/// build time and overridable with the ARCHC_ARCHS_DIR environment variable.
+std::string bundledArchsDir();
+
+} // namespace archc
+
+#endif // ARCHC_FRONTEND_PROGRAM_H

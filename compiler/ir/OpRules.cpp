@@ -1,0 +1,117 @@
+//===- OpRules.cpp - Per-op rule dispatch ---------------------------------===//
+//
+// This file dispatches verification and type inference to the op family
+// files and holds the helpers they share.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/OpRules.h"
+
+#include <fmt/format.h>
+
+namespace archc::ir {
+
+void reportOpError(DiagnosticEngine &diags, const Op &op,
+                   const std::string &message) {
+  Diagnostic &d = diags.error(op.getLoc().range,
+                              fmt::format("{}: {}", op.getMnemonic(), message));
+  for (const InlineFrame *f = op.getLoc().inlinedAt.get(); f;
+       f = f->parent.get())
+    d.notes.push_back(
+        {f->callSite, "in call to '" + f->callee + "' from here"});
+}
+
+bool broadcastShapes(const std::vector<SymExpr> &a,
+                     const std::vector<SymExpr> &b,
+                     std::vector<SymExpr> &out) {
+  size_t n = std::max(a.size(), b.size());
+  out.assign(n, SymExpr(1));
+  for (size_t i = 0; i < n; ++i) {
+    const SymExpr *da = i < a.size() ? &a[a.size() - 1 - i] : nullptr;
+    const SymExpr *db = i < b.size() ? &b[b.size() - 1 - i] : nullptr;
+    SymExpr &o = out[n - 1 - i];
+    if (!da)
+      o = *db;
+    else if (!db)
+      o = *da;
+    else if (*da == *db)
+      o = *da;
+    else if (*da == SymExpr(1))
+      o = *db;
+    else if (*db == SymExpr(1))
+      o = *da;
+    else
+      return false;
+  }
+  return true;
+}
+
+bool normalizeAxis(int64_t axis, size_t rank, size_t &out) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r)
+    return false;
+  out = static_cast<size_t>(axis < 0 ? axis + r : axis);
+  return true;
+}
+
+std::vector<int64_t> cacheLayout(size_t rank) {
+  if (rank == 4)
+    return {0, 2, 1, 3};
+  std::vector<int64_t> p(rank);
+  for (size_t i = 0; i < rank; ++i)
+    p[i] = static_cast<int64_t>(i);
+  return p;
+}
+
+bool verifyOp(const Op &op, DiagnosticEngine &d) {
+  switch (op.getFamily()) {
+  case OpFamily::Binary:
+  case OpFamily::Unary:
+  case OpFamily::Softmax:
+    return verifyElementwise(op, d);
+  case OpFamily::MatMul:
+  case OpFamily::Gather:
+  case OpFamily::Norm:
+    return verifyLinear(op, d);
+  case OpFamily::Shape:
+    return verifyShapeOp(op, d);
+  case OpFamily::Rope:
+  case OpFamily::Attention:
+  case OpFamily::Cache:
+    return verifyAttention(op, d);
+  case OpFamily::Route:
+  case OpFamily::Experts:
+    return verifyMoe(op, d);
+  case OpFamily::Leaf:
+  case OpFamily::Control:
+    return verifyStructure(op, d);
+  }
+  return true;
+}
+
+bool inferOpTypes(Op &op, DiagnosticEngine &d) {
+  switch (op.getFamily()) {
+  case OpFamily::Binary:
+  case OpFamily::Unary:
+  case OpFamily::Softmax:
+    return inferElementwise(op, d);
+  case OpFamily::MatMul:
+  case OpFamily::Gather:
+  case OpFamily::Norm:
+    return inferLinear(op, d);
+  case OpFamily::Shape:
+    return inferShapeOp(op, d);
+  case OpFamily::Rope:
+  case OpFamily::Attention:
+  case OpFamily::Cache:
+    return inferAttention(op, d);
+  case OpFamily::Route:
+  case OpFamily::Experts:
+    return inferMoe(op, d);
+  case OpFamily::Leaf:
+  case OpFamily::Control:
+    return inferStructure(op, d);
+  }
+  return true;
+}
+
+} // namespace archc::ir

@@ -1,0 +1,136 @@
+//===- EvalValue.h - Compile-time values of the .arch language --*- C++ -*-===//
+//
+// This file declares EvalValue, the value an .arch expression evaluates to at
+// compile time: a scalar (bool/int/float/string/none), a list, a dict (from
+// config.json), a symbolic dim (`batch`, `seq`), a tensor (an IR value), a
+// function (def or fn literal), a tuple (multiple results), or an index
+// variable (layer `i` or expert `e`, whose value may stay symbolic).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_IRGEN_EVALVALUE_H
+#define ARCHC_IRGEN_EVALVALUE_H
+
+#include "frontend/Ast.h"
+#include "ir/IR.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace archc {
+
+class Env;
+
+/// A callable: a `def` or an `fn` literal with its captured environment.
+struct Callable {
+  std::string name;
+  const std::vector<ast::Param> *params = nullptr;
+  const std::vector<ast::StmtPtr> *body = nullptr;
+  SourceRange range;
+  std::shared_ptr<Env> closure; ///< environment the body sees
+};
+
+class EvalValue {
+public:
+  enum class Kind {
+    Poison, ///< result of an expression that already reported an error
+    None,
+    Bool,
+    Int,
+    Float,
+    String,
+    List,
+    Dict,
+    Dim,
+    Tensor,
+    Function,
+    Tuple,
+    Index
+  };
+
+  EvalValue() : kind(Kind::None) {}
+  static EvalValue poison() { return EvalValue(Kind::Poison); }
+  static EvalValue none() { return EvalValue(Kind::None); }
+  static EvalValue boolean(bool b);
+  static EvalValue integer(int64_t i);
+  static EvalValue floating(double f);
+  static EvalValue string(std::string s);
+  static EvalValue list(std::vector<EvalValue> elems);
+  static EvalValue tuple(std::vector<EvalValue> elems);
+  static EvalValue dict(std::map<std::string, EvalValue> entries);
+  static EvalValue dim(ir::SymExpr d);
+  static EvalValue tensor(ir::Value *v);
+  static EvalValue function(std::shared_ptr<Callable> fn);
+  /// A layer (`symbol` "i", concrete value) or expert (`symbol` "e", no
+  /// value) index.
+  static EvalValue index(std::string symbol, std::optional<int64_t> value);
+
+  Kind getKind() const { return kind; }
+  bool isPoison() const { return kind == Kind::Poison; }
+  bool isNone() const { return kind == Kind::None; }
+  bool isTensor() const { return kind == Kind::Tensor; }
+  /// Int, or an index with a concrete value.
+  bool isInt() const;
+  bool isNumber() const { return isInt() || kind == Kind::Float; }
+
+  bool getBool() const { return b; }
+  int64_t getInt() const;
+  double getNumber() const;
+  const std::string &getString() const { return s; }
+  const std::vector<EvalValue> &getList() const { return *elems; }
+  const std::map<std::string, EvalValue> &getDict() const { return *entries; }
+  const ir::SymExpr &getDim() const { return d; }
+  ir::Value *getTensor() const { return t; }
+  const std::shared_ptr<Callable> &getFunction() const { return fn; }
+  /// Index variables: placeholder symbol and optional concrete value.
+  const std::string &getIndexSymbol() const { return s; }
+  std::optional<int64_t> getIndexValue() const { return idx; }
+
+  /// The language's name for this value's type: `int`, `tensor`, `list`, ...
+  std::string typeName() const;
+  /// Human-readable rendering (for messages and string interpolation).
+  std::string str() const;
+  /// Structural equality for compile-time values.
+  bool equals(const EvalValue &o) const;
+
+private:
+  explicit EvalValue(Kind k) : kind(k) {}
+  Kind kind;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  std::shared_ptr<std::vector<EvalValue>> elems;
+  std::shared_ptr<std::map<std::string, EvalValue>> entries;
+  ir::SymExpr d;
+  ir::Value *t = nullptr;
+  std::shared_ptr<Callable> fn;
+  std::optional<int64_t> idx;
+};
+
+/// A lexical environment: name -> value, with a parent chain.
+class Env : public std::enable_shared_from_this<Env> {
+public:
+  explicit Env(std::shared_ptr<Env> parent = nullptr)
+      : parent(std::move(parent)) {}
+  /// Finds a binding in this env or its parents.
+  EvalValue *lookup(const std::string &name);
+  /// Binds in this env (shadowing parents).
+  void define(const std::string &name, EvalValue v) {
+    vars[name] = std::move(v);
+  }
+  /// Rebinds where the name is found, else defines here.
+  void assign(const std::string &name, EvalValue v);
+  bool hasLocal(const std::string &name) const { return vars.count(name); }
+  const std::map<std::string, EvalValue> &locals() const { return vars; }
+  std::shared_ptr<Env> getParent() const { return parent; }
+
+private:
+  std::shared_ptr<Env> parent;
+  std::map<std::string, EvalValue> vars;
+};
+
+} // namespace archc
+
+#endif // ARCHC_IRGEN_EVALVALUE_H

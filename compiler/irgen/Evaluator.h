@@ -1,0 +1,134 @@
+//===- Evaluator.h - Compile-time evaluation of .arch code ------*- C++ -*-===//
+//
+// This file declares the Evaluator, which runs .arch code at compile time
+// with the bound config and builds the IR as a side effect (IR generation).
+// Scalars, lists and dicts are folded; tensor expressions become IR ops;
+// composites (`def`) are inlined, each op remembering the chain of calls it
+// came through. Layer loops are evaluated once per layer and grouped into
+// layer kinds (identical bodies), which become the regions of one `repeat`
+// op, so repetition stays compact in the IR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_IRGEN_EVALUATOR_H
+#define ARCHC_IRGEN_EVALUATOR_H
+
+#include "frontend/Program.h"
+#include "irgen/Builtins.h"
+#include "irgen/EvalValue.h"
+
+#include <map>
+#include <set>
+
+namespace archc {
+
+class Evaluator {
+public:
+  Evaluator(const Program &program, DiagnosticEngine &diags, ir::Module &module);
+
+  /// Evaluates an expression in `env`. Errors are reported and yield poison.
+  EvalValue eval(const ast::Expr &e, const std::shared_ptr<Env> &env);
+
+  /// Builds the module's graph from the arch's model. `configEnv` holds the
+  /// bound config values. Returns false when errors were reported.
+  bool buildModel(const ast::ArchDecl &arch, std::shared_ptr<Env> configEnv);
+
+  /// Checks a value against a declared type, converting int to float where
+  /// a float is expected. Returns false when it does not fit.
+  static bool coerce(EvalValue &v, const ast::TypeRef &type);
+
+  /// Converts a compile-time value to an IR attribute; false if it has no
+  /// attribute form (tensors, functions).
+  static bool toAttr(const EvalValue &v, ir::Attr &out);
+
+  /// Interpolates `{name}` placeholders from `env`. Layer and expert index
+  /// variables without a value become `{i}` / `{e}`.
+  std::string interpolate(const std::string &text, SourceRange range,
+                          const std::shared_ptr<Env> &env, bool keepIndices);
+
+private:
+  enum class Flow { Normal, Return, Abort };
+
+  const Program &program;
+  DiagnosticEngine &diags;
+  ir::Module &module;
+  const ast::ArchDecl *arch = nullptr;
+  std::map<std::string, const ast::DefDecl *> archDefs;
+  /// The environment arch-level defs close over (the bound config).
+  std::shared_ptr<Env> archEnvForDefs;
+
+  // IR construction state.
+  ir::Block *block = nullptr;
+  std::vector<std::string> scopes;
+  std::optional<int64_t> layer;
+  int64_t expertCount = 0;
+  std::shared_ptr<const ir::InlineFrame> frame;
+  unsigned callDepth = 0;
+  EvalValue returnValue;
+
+  // Weight registry: pattern -> declarations (one per distinct type).
+  std::map<std::string, std::vector<size_t>> weightIndex;
+  // (pattern, layer) pairs declared so far, to catch duplicates.
+  std::map<std::pair<std::string, int64_t>, SourceRange> declared;
+
+  // Statements.
+  Flow exec(const std::vector<ast::StmtPtr> &body,
+            const std::shared_ptr<Env> &env);
+  Flow execStmt(const ast::Stmt &s, const std::shared_ptr<Env> &env);
+  Flow execFor(const ast::ForStmt &s, const std::shared_ptr<Env> &env);
+
+  // Expressions.
+  EvalValue evalName(const ast::NameExpr &e, const std::shared_ptr<Env> &env);
+  EvalValue evalMember(const ast::MemberExpr &e,
+                       const std::shared_ptr<Env> &env);
+  EvalValue evalIndex(const ast::IndexExpr &e, const std::shared_ptr<Env> &env);
+  EvalValue evalUnary(const ast::UnaryExpr &e, const std::shared_ptr<Env> &env);
+  EvalValue evalBinary(const ast::BinaryExpr &e,
+                       const std::shared_ptr<Env> &env);
+  EvalValue evalCall(const ast::CallExpr &e, const std::shared_ptr<Env> &env);
+  EvalValue evalScope(const ast::ScopeExpr &e, const std::shared_ptr<Env> &env);
+  EvalValue arith(ast::BinaryOp op, const EvalValue &a, const EvalValue &b,
+                  SourceRange range);
+
+  // Calls.
+  struct BoundArg {
+    EvalValue value;
+    SourceRange range;
+    bool present = false;
+  };
+  bool bindArgs(const std::string &callee,
+                const std::vector<std::string> &paramNames,
+                const std::vector<bool> &required,
+                const std::vector<std::pair<std::string, EvalValue>> &args,
+                const std::vector<SourceRange> &argRanges,
+                SourceRange callRange, std::vector<BoundArg> &out);
+  EvalValue callFunction(const Callable &fn,
+                         const std::vector<std::pair<std::string, EvalValue>> &args,
+                         const std::vector<SourceRange> &argRanges,
+                         SourceRange callRange,
+                         const std::vector<EvalValue> *extraLeading = nullptr);
+  EvalValue callOpBuiltin(const BuiltinSignature &sig,
+                          std::vector<BoundArg> &args, SourceRange callRange);
+  EvalValue callFunctionBuiltin(const BuiltinSignature &sig,
+                                std::vector<BoundArg> &args,
+                                SourceRange callRange);
+  bool checkBuiltinArg(const BuiltinSignature &sig, const BuiltinParam &p,
+                       BoundArg &a);
+
+  // IR helpers.
+  ir::Op *createOp(ir::OpKind kind, std::vector<ir::Value *> operands,
+                   SourceRange range, unsigned numResults = 1);
+  ir::Value *asTensor(const EvalValue &v, SourceRange range);
+  ir::Value *constant(double value, SourceRange range);
+  EvalValue declareParam(const std::string &name,
+                         const std::vector<EvalValue> &shape, ir::DType dtype,
+                         SourceRange range);
+  EvalValue buildExperts(std::vector<BoundArg> &args, SourceRange range);
+  std::string currentScope() const;
+  std::string blockSignature(const ir::Block &b);
+
+  void error(SourceRange r, const std::string &msg);
+};
+
+} // namespace archc
+
+#endif // ARCHC_IRGEN_EVALUATOR_H

@@ -1,0 +1,107 @@
+//===- KVCache.cpp - Decode-time state insertion --------------------------===//
+//
+// This file implements the kv-cache pass. It is generic over stateful ops:
+// every `cache` op (state that grows along the sequence; K and V of
+// attention, MLA latents, ...) inside a layer kind gets
+//   %p = state_in "past_key_values.{i}.<name>"   [storage layout, seq = past]
+//   %full, %present = cache %x, %p               [full keys: past + seq]
+//   state_out "present.{i}.<name>" %present
+// and the graph gains the per-layer state inputs/outputs. Rank-4 states
+// ([batch, seq, heads, d]) are stored [batch, heads, seq, d], the layout of
+// onnxruntime-genai and Optimum. Then `attention_mask` [batch, past + seq]
+// is added and read by every attention op. Run after shape-inference (the
+// state types come from the cached values) and run shape-inference again
+// afterwards.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/OpRules.h"
+#include "passes/MaskUtils.h"
+#include "passes/Passes.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace archc {
+
+using namespace ir;
+
+namespace {
+class KVCachePass : public Pass {
+public:
+  std::string_view getArgument() const override { return "kv-cache"; }
+  std::string_view getSummary() const override {
+    return "add past/present state I/O and the attention mask";
+  }
+
+  bool run(Module &m, PassContext &ctx) override {
+    SymExpr past = SymExpr::symbol("past");
+    SymExpr seq = SymExpr::symbol("seq");
+    for (auto &opPtr : m.graph.body.getOps()) {
+      if (opPtr->getKind() != OpKind::Repeat)
+        continue;
+      for (auto &region : opPtr->getRegions()) {
+        std::set<std::string> names;
+        auto &ops = region->getOps();
+        for (auto it = ops.begin(); it != ops.end(); ++it) {
+          Op &op = **it;
+          if (op.getKind() != OpKind::Cache)
+            continue;
+          if (op.getNumOperands() != 1) {
+            reportOpError(ctx.diags, op, "already has a past state (kv-cache "
+                                         "ran twice?)");
+            return false;
+          }
+          std::string name = op.getString("name");
+          if (!names.insert(name).second) {
+            reportOpError(ctx.diags, op,
+                          fmt::format("two caches named '{}' in one layer",
+                                      name));
+            return false;
+          }
+          const TensorType &x = op.getOperand(0)->type;
+          if (!x.known) {
+            reportOpError(ctx.diags, op,
+                          "state type unknown: run shape-inference before "
+                          "kv-cache");
+            return false;
+          }
+          std::vector<int64_t> layout = cacheLayout(x.rank());
+          TensorType pastType(x.dtype, {});
+          for (int64_t axis : layout)
+            pastType.dims.push_back(axis == 1 ? past : x.dims[axis]);
+          TensorType presentType = pastType;
+          for (size_t i = 0; i < layout.size(); ++i)
+            if (layout[i] == 1)
+              presentType.dims[i] = past + seq;
+
+          std::string inName = "past_key_values.{i}." + name;
+          std::string outName = "present.{i}." + name;
+          auto in = std::make_unique<Op>(OpKind::StateIn, op.getLoc());
+          in->attrs["name"] = inName;
+          Value *pastValue = in->addResult(pastType);
+          region->insert(it, std::move(in));
+          op.operands.push_back(pastValue);
+          op.attrs["layout"] = layout;
+          Value *present = op.addResult(presentType);
+          auto out = std::make_unique<Op>(OpKind::StateOut, op.getLoc());
+          out->attrs["name"] = outName;
+          out->operands.push_back(present);
+          auto next = std::next(it);
+          region->insert(next, std::move(out));
+          m.graph.stateInputs.push_back({inName, pastType, region->layers});
+          m.graph.stateOutputs.push_back(
+              {outName, presentType, region->layers});
+        }
+      }
+    }
+    return addAttentionMask(m, past + seq, ctx.diags);
+  }
+};
+} // namespace
+
+std::unique_ptr<Pass> createKVCachePass() {
+  return std::make_unique<KVCachePass>();
+}
+
+} // namespace archc
