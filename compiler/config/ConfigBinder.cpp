@@ -274,6 +274,10 @@ private:
       }
       return v;
     }
+    // An explicit null in an optional field means "none", even when the
+    // field has a default for the absent case (Mistral: sliding_window).
+    if (j && e.type->optional)
+      return EvalValue::none();
     if (e.value) {
       resolveDeps(*e.value);
       EvalValue v = eval.eval(*e.value, env);

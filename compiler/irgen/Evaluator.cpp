@@ -806,6 +806,12 @@ EvalValue Evaluator::evalIndex(const ast::IndexExpr &e,
 EvalValue Evaluator::evalScope(const ast::ScopeExpr &e,
                                const std::shared_ptr<Env> &env) {
   std::string scope = interpolate(e.scope, e.scopeRange, env, true);
+  if (auto *call = dyn_cast<ast::CallExpr>(e.inner.get())) {
+    // `f(args) @ "s"` names what f declares; its arguments keep the
+    // caller's scope.
+    pendingCallScope = scope;
+    return evalCall(*call, env);
+  }
   scopes.push_back(scope);
   EvalValue v = eval(*e.inner, env);
   scopes.pop_back();
@@ -1167,6 +1173,8 @@ EvalValue Evaluator::callFunction(
 
 EvalValue Evaluator::evalCall(const ast::CallExpr &e,
                               const std::shared_ptr<Env> &env) {
+  std::optional<std::string> callScope = std::move(pendingCallScope);
+  pendingCallScope.reset();
   // Evaluate arguments first (in the caller's scope); fn literals are
   // values and evaluated lazily by whoever calls them.
   std::vector<std::pair<std::string, EvalValue>> args;
@@ -1182,6 +1190,16 @@ EvalValue Evaluator::evalCall(const ast::CallExpr &e,
   }
   if (poisoned)
     return EvalValue::poison();
+  struct ScopeGuard {
+    std::vector<std::string> &scopes;
+    bool active;
+    ~ScopeGuard() {
+      if (active)
+        scopes.pop_back();
+    }
+  } guard{scopes, callScope.has_value()};
+  if (callScope)
+    scopes.push_back(*callScope);
 
   const BuiltinSignature *sig = nullptr;
   bool isOp = false;

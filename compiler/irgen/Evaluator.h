@@ -59,6 +59,9 @@ private:
   // IR construction state.
   ir::Block *block = nullptr;
   std::vector<std::string> scopes;
+  /// Scope of `call(...) @ "s"`: applied to the callee, after the arguments
+  /// are evaluated in the caller's scope.
+  std::optional<std::string> pendingCallScope;
   std::optional<int64_t> layer;
   int64_t expertCount = 0;
   std::shared_ptr<const ir::InlineFrame> frame;
