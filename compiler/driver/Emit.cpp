@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "driver/Emit.h"
 
+#include "emit/OnnxEmitter.h"
 #include "ir/Printer.h"
 #include "support/AtomicFile.h"
 
@@ -27,6 +28,29 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
   case EmitTarget::Weights:
     ir::printWeightList(*c.module, text);
     break;
+  case EmitTarget::Onnx:
+  case EmitTarget::OnnxText: {
+    OnnxEmitOptions o;
+    o.text = opts.emit == EmitTarget::OnnxText;
+    o.output = opts.output;
+    o.weights = opts.weights;
+    o.init = opts.init;
+    o.seed = opts.seed;
+    o.embedWeights = opts.embedWeights;
+    o.genaiConfig = opts.genaiConfig;
+    o.kvCache = opts.kvCache;
+    o.config = &c.config->root();
+    if (!o.text && (opts.output.empty() || opts.output == "-")) {
+      diags.error(SourceRange(), "-emit=onnx needs an output file: -o "
+                                 "model.onnx");
+      return false;
+    }
+    if (!o.text)
+      return emitOnnx(*c.module, o, diags, out);
+    if (!emitOnnx(*c.module, o, diags, text))
+      return false;
+    break;
+  }
   default:
     diags.error(SourceRange(), "this -emit target is not available yet");
     return false;

@@ -35,6 +35,10 @@ bool Program::loadFile(const std::string &path, SourceRange importedAt,
                        const std::vector<std::string> &includeDirs,
                        SourceMgr &sm, DiagnosticEngine &diags,
                        unsigned depth) {
+  if (depth == 0) {
+    std::error_code e2;
+    loadedCanonical.insert(fs::weakly_canonical(path, e2).string());
+  }
   if (depth > 32) {
     diags.error(importedAt, "imports nested too deeply (more than 32 levels)");
     return false;
@@ -79,10 +83,11 @@ bool Program::loadFile(const std::string &path, SourceRange importedAt,
         candidates.push_back(fs::path(dir) / p);
       candidates.push_back(fs::path(bundledArchsDir()) / p);
     }
-    std::string found;
+    std::string found, canonical;
     for (const fs::path &c : candidates)
       if (fs::is_regular_file(c, ec)) {
-        found = fs::weakly_canonical(c, ec).string();
+        found = c.lexically_normal().string();
+        canonical = fs::weakly_canonical(c, ec).string();
         break;
       }
     if (found.empty()) {
@@ -94,7 +99,7 @@ bool Program::loadFile(const std::string &path, SourceRange importedAt,
       ok = false;
       continue;
     }
-    if (sm.findFile(found))
+    if (!loadedCanonical.insert(canonical).second)
       continue; // already loaded (or an import cycle)
     ok &= loadFile(found, imp.range, includeDirs, sm, diags, depth + 1);
   }

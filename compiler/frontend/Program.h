@@ -13,6 +13,7 @@
 #include "support/Diagnostics.h"
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ public:
 private:
   std::vector<std::unique_ptr<ast::File>> files;
   std::map<std::string, const ast::DefDecl *> defs;
+  std::set<std::string> loadedCanonical;
   bool loadFile(const std::string &path, SourceRange importedAt,
                 const std::vector<std::string> &includeDirs, SourceMgr &sm,
                 DiagnosticEngine &diags, unsigned depth);

@@ -19,9 +19,14 @@ public:
   Verifier(const Module &m, DiagnosticEngine &d) : m(m), diags(d) {}
 
   bool run() {
+    // Params name a declared pattern, or (after expand-repeat) one of its
+    // per-layer instances.
     std::set<std::string> weights;
-    for (const WeightDecl &w : m.weights)
+    for (const WeightDecl &w : m.weights) {
       weights.insert(w.pattern);
+      for (int64_t l : w.layers)
+        weights.insert(instantiatePattern(w.pattern, l, -1));
+    }
     weightNames = std::move(weights);
     const Op *term = m.graph.body.getTerminator();
     if (!term || term->getKind() != OpKind::Return) {

@@ -60,6 +60,18 @@ bool AtomicFile::write(const void *data, size_t size, DiagnosticEngine &diags) {
   return true;
 }
 
+bool AtomicFile::resize(uint64_t size, DiagnosticEngine &diags) {
+  if (!file || std::fflush(file) != 0 ||
+      ftruncate(fileno(file), static_cast<off_t>(size)) != 0) {
+    diags.error(SourceRange(), "cannot write '{}': {}", target,
+                std::strerror(errno));
+    discard();
+    return false;
+  }
+  written = size;
+  return true;
+}
+
 bool AtomicFile::commit(DiagnosticEngine &diags) {
   if (!file)
     return false;

@@ -33,6 +33,8 @@ public:
   bool open(const std::string &target, DiagnosticEngine &diags);
   /// Appends bytes. Reports and returns false on error (disk full, ...).
   bool write(const void *data, size_t size, DiagnosticEngine &diags);
+  /// Sets the file size (a sparse all-zero tail when growing).
+  bool resize(uint64_t size, DiagnosticEngine &diags);
   /// Flushes, syncs and renames over the target.
   bool commit(DiagnosticEngine &diags);
   /// Removes the temporary file (also done by the destructor).

@@ -1,0 +1,286 @@
+//===- LowerAttention.cpp - ONNX lowering of rope, cache, attention -------===//
+//
+// This file lowers the attention family:
+//   rope:      cos/sin computed once per rotary configuration from
+//              position_ids and the inverse frequencies (run-time choice for
+//              dynamic and longrope scaling); half-split or interleaved
+//              pairs; partial rotary dims pass through.
+//   cache:     new keys/values are moved to the [batch, heads, seq, d]
+//              storage layout and appended to the past state (Concat); the
+//              result is the present state.
+//   attention: GQA without repeating K/V (queries grouped per KV head),
+//              scaled scores, optional soft-capping, a boolean mask from
+//              absolute positions (causal, sliding window) and the padding
+//              mask, optional sinks, softmax in float32.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/OnnxLowering.h"
+
+#include "emit/RopeTables.h"
+
+#include <cfloat>
+#include <cmath>
+
+namespace archc {
+
+using ir::OpKind;
+
+bool OnnxLowering::lowerRope(const ir::Op &op) {
+  const ir::TensorType &xt = op.getOperand(0)->type;
+  int64_t headDim = xt.dims[3].getConstant().value_or(0);
+  RopeTables tables;
+  std::string error;
+  if (!computeRope(op, headDim, tables, error))
+    return fail(op, error);
+  int64_t rot = tables.rotaryDim, half = rot / 2;
+  bool interleaved = op.getBool("interleaved");
+  const std::string &pos = in(op.getOperand(1));
+
+  std::string key = ir::attrStr(ir::Attr(std::vector<double>(
+                        tables.invFreq.begin(), tables.invFreq.end()))) +
+                    tables.type + std::to_string(tables.attentionFactor) +
+                    (interleaved ? "i" : "h") + pos;
+  auto cached = ropeCache.find(key);
+  std::string cosT, sinT;
+  if (cached != ropeCache.end()) {
+    std::tie(cosT, sinT) = cached->second;
+  } else {
+    std::string invFreq = b.f32(tables.invFreq, {half});
+    std::string posF = b.node("Cast", {pos}, {OnnxAttr::integer(
+                                                 "to", onnx::TensorProto_DataType_FLOAT)});
+    if (tables.type == "dynamic" || tables.type == "longrope") {
+      // Sequence length seen by this call: max(position) + 1.
+      std::string len = b.node(
+          "Add", {b.node("ReduceMax", {posF},
+                         {OnnxAttr::integer("keepdims", 0)}),
+                  b.f32Scalar(1.0f)});
+      if (tables.type == "longrope") {
+        std::string isLong = b.node(
+            "Greater",
+            {len, b.f32Scalar(static_cast<float>(tables.originalMax))});
+        invFreq = b.node("Where", {isLong, b.f32(tables.invFreqLong, {half}),
+                                   invFreq});
+      } else {
+        // base' = base * (factor * L / max - (factor - 1))^(d / (d - 2)),
+        // L = max(len, max_positions).
+        float maxPos = static_cast<float>(tables.maxPositions);
+        std::string l = b.node("Max", {len, b.f32Scalar(maxPos)});
+        std::string ratio = b.node(
+            "Sub", {b.node("Div", {b.node("Mul", {l, b.f32Scalar(static_cast<float>(
+                                                         tables.factor))}),
+                                   b.f32Scalar(maxPos)}),
+                    b.f32Scalar(static_cast<float>(tables.factor - 1))});
+        std::string base = b.node(
+            "Mul", {b.f32Scalar(static_cast<float>(tables.base)),
+                    b.node("Pow", {ratio, b.f32Scalar(static_cast<float>(rot) /
+                                                      static_cast<float>(rot - 2))})});
+        std::vector<float> expo;
+        for (int64_t i = 0; i < half; ++i)
+          expo.push_back(-static_cast<float>(2 * i) / static_cast<float>(rot));
+        invFreq = b.node("Pow", {base, b.f32(expo, {half})});
+      }
+    }
+    // freqs [batch, seq, half] = position * inv_freq
+    std::string freqs = b.node(
+        "Mul", {b.node("Unsqueeze", {posF, b.i64({-1})}), invFreq});
+    std::string emb =
+        interleaved ? freqs
+                    : b.node("Concat", {freqs, freqs}, {OnnxAttr::integer("axis", -1)});
+    cosT = b.node("Cos", {emb});
+    sinT = b.node("Sin", {emb});
+    if (tables.attentionFactor != 1.0) {
+      std::string f = b.f32Scalar(static_cast<float>(tables.attentionFactor));
+      cosT = b.node("Mul", {cosT, f});
+      sinT = b.node("Mul", {sinT, f});
+    }
+    // Broadcast over heads: [batch, seq, 1, rot or half].
+    cosT = narrow(b.node("Unsqueeze", {cosT, b.i64({2})}));
+    sinT = narrow(b.node("Unsqueeze", {sinT, b.i64({2})}));
+    if (interleaved) {
+      cosT = b.node("Unsqueeze", {cosT, b.i64({-1})});
+      sinT = b.node("Unsqueeze", {sinT, b.i64({-1})});
+    }
+    ropeCache[key] = {cosT, sinT};
+  }
+
+  const std::string &x = in(op.getOperand(0));
+  std::string xr = rot == headDim
+                       ? x
+                       : b.node("Slice", {x, b.i64({0}), b.i64({rot}), b.i64({3})});
+  std::string rotated;
+  if (!interleaved) {
+    std::string x1 = b.node("Slice", {xr, b.i64({0}), b.i64({half}), b.i64({3})});
+    std::string x2 = b.node("Slice", {xr, b.i64({half}), b.i64({rot}), b.i64({3})});
+    std::string rh = b.node("Concat", {b.node("Neg", {x2}), x1},
+                            {OnnxAttr::integer("axis", -1)});
+    rotated = b.node("Add", {b.node("Mul", {xr, cosT}), b.node("Mul", {rh, sinT})});
+  } else {
+    std::string pairs = b.node("Reshape", {xr, b.i64({0, 0, 0, half, 2})});
+    std::string x1 = b.node("Slice", {pairs, b.i64({0}), b.i64({1}), b.i64({4})});
+    std::string x2 = b.node("Slice", {pairs, b.i64({1}), b.i64({2}), b.i64({4})});
+    std::string o1 = b.node("Sub", {b.node("Mul", {x1, cosT}), b.node("Mul", {x2, sinT})});
+    std::string o2 = b.node("Add", {b.node("Mul", {x2, cosT}), b.node("Mul", {x1, sinT})});
+    rotated = b.node("Reshape",
+                     {b.node("Concat", {o1, o2}, {OnnxAttr::integer("axis", -1)}),
+                      b.i64({0, 0, 0, rot})});
+  }
+  if (rot != headDim) {
+    std::string pass =
+        b.node("Slice", {x, b.i64({rot}), b.i64({headDim}), b.i64({3})});
+    rotated = b.node("Concat", {rotated, pass}, {OnnxAttr::integer("axis", -1)});
+  }
+  def(op.getResult(), rotated);
+  return true;
+}
+
+bool OnnxLowering::lowerCache(const ir::Op &op) {
+  const ir::Value *x = op.getOperand(0);
+  std::vector<int64_t> layout;
+  if (auto *l = op.getAttr<std::vector<int64_t>>("layout"))
+    layout = *l;
+  else
+    for (size_t i = 0; i < x->type.rank(); ++i)
+      layout.push_back(x->type.rank() == 4 ? std::vector<int64_t>{0, 2, 1, 3}[i]
+                                           : static_cast<int64_t>(i));
+  bool identity = true;
+  for (size_t i = 0; i < layout.size(); ++i)
+    identity &= layout[i] == static_cast<int64_t>(i);
+  std::string stored = identity ? in(x)
+                                : b.node("Transpose", {in(x)},
+                                         {OnnxAttr::list("perm", layout)});
+  if (op.getNumOperands() == 1) {
+    def(op.getResult(0), in(x));
+    storage[op.getResult(0)] = stored;
+    return true;
+  }
+  int64_t seqAxis = 0;
+  for (size_t i = 0; i < layout.size(); ++i)
+    if (layout[i] == 1)
+      seqAxis = static_cast<int64_t>(i);
+  std::string present = b.node("Concat", {in(op.getOperand(1)), stored},
+                               {OnnxAttr::integer("axis", seqAxis)});
+  def(op.getResult(1), present);
+  storage[op.getResult(0)] = present;
+  // The compute-layout form is materialised only if something needs it.
+  std::vector<int64_t> inverse(layout.size());
+  for (size_t i = 0; i < layout.size(); ++i)
+    inverse[static_cast<size_t>(layout[i])] = static_cast<int64_t>(i);
+  def(op.getResult(0),
+      identity ? present
+               : b.node("Transpose", {present}, {OnnxAttr::list("perm", inverse)}));
+  return true;
+}
+
+std::string OnnxLowering::storageOf(const ir::Value *v) {
+  auto it = storage.find(v);
+  if (it != storage.end())
+    return it->second;
+  return b.node("Transpose", {in(v)}, {OnnxAttr::list("perm", {0, 2, 1, 3})});
+}
+
+std::string OnnxLowering::allowedMask(const ir::Op &attn,
+                                      const std::string &q) {
+  bool causal = attn.getBool("causal", true);
+  int64_t window = attn.getInt("window", 0);
+  bool masked = attn.getBool("masked");
+  std::string padding = masked ? in(attn.operands.back()) : "";
+  std::string key = std::to_string(causal) + "/" + std::to_string(window) +
+                    "/" + padding + "/" + q;
+  // Masks depend on lengths only, which every layer shares: key by the
+  // query/key length sources rather than the tensors.
+  std::string lengthKey = std::to_string(causal) + "/" +
+                          std::to_string(window) + "/" + padding;
+  auto it = maskCache.find(lengthKey);
+  if (it != maskCache.end())
+    return it->second;
+  (void)key;
+  // Lengths: total keys T (from the padding mask, or the key state) and
+  // queries S; query j sits at absolute index T - S + j.
+  std::string k = storageOf(attn.getOperand(1));
+  std::string total =
+      masked ? b.node("Gather", {b.node("Shape", {padding}), b.i64Scalar(1)},
+                      {OnnxAttr::integer("axis", 0)})
+             : b.node("Gather", {b.node("Shape", {k}), b.i64Scalar(2)},
+                      {OnnxAttr::integer("axis", 0)});
+  std::string s = b.node("Gather", {b.node("Shape", {q}), b.i64Scalar(1)},
+                         {OnnxAttr::integer("axis", 0)});
+  std::string kpos = b.node("Range", {b.i64Scalar(0), total, b.i64Scalar(1)});
+  std::string qpos = b.node("Range", {b.node("Sub", {total, s}), total,
+                                      b.i64Scalar(1)});
+  std::string kRow = b.node("Unsqueeze", {kpos, b.i64({0})});  // [1, T]
+  std::string qCol = b.node("Unsqueeze", {qpos, b.i64({1})});  // [S, 1]
+  std::string allowed;
+  if (causal)
+    allowed = b.node("LessOrEqual", {kRow, qCol});
+  if (window > 0) {
+    std::string inWindow = b.node(
+        "Greater", {kRow, b.node("Sub", {qCol, b.i64Scalar(window)})});
+    allowed = allowed.empty() ? inWindow : b.node("And", {allowed, inWindow});
+  }
+  if (masked) {
+    std::string pad = b.node(
+        "Unsqueeze",
+        {b.node("Cast", {padding}, {OnnxAttr::integer("to", onnx::TensorProto_DataType_BOOL)}),
+         b.i64({1, 2, 3})}); // [B, 1, 1, 1, T]
+    allowed = allowed.empty() ? pad : b.node("And", {allowed, pad});
+  }
+  if (allowed.empty())
+    allowed = b.scalar(1, onnx::TensorProto_DataType_BOOL);
+  maskCache[lengthKey] = allowed;
+  return allowed;
+}
+
+bool OnnxLowering::lowerAttention(const ir::Op &op) {
+  const ir::TensorType &qt = op.getOperand(0)->type;
+  const ir::TensorType &kt = op.getOperand(1)->type;
+  const ir::TensorType &vt = op.getOperand(2)->type;
+  int64_t h = qt.dims[2].getConstant().value_or(0);
+  int64_t hk = kt.dims[2].getConstant().value_or(0);
+  int64_t d = qt.dims[3].getConstant().value_or(0);
+  int64_t dv = vt.dims[3].getConstant().value_or(0);
+  int64_t groups = h / hk;
+  const std::string &q = in(op.getOperand(0));
+  // q [B, S, H, D] -> [B, Hkv, G, S, D]
+  std::string q5 = b.node(
+      "Reshape", {b.node("Transpose", {q}, {OnnxAttr::list("perm", {0, 2, 1, 3})}),
+                  b.i64({0, hk, groups, -1, d})});
+  // k, v [B, Hkv, T, D] -> [B, Hkv, 1, D, T] and [B, Hkv, 1, T, Dv]
+  std::string kT = b.node(
+      "Transpose", {b.node("Unsqueeze", {storageOf(op.getOperand(1)), b.i64({2})})},
+      {OnnxAttr::list("perm", {0, 1, 2, 4, 3})});
+  std::string v5 =
+      b.node("Unsqueeze", {storageOf(op.getOperand(2)), b.i64({2})});
+  double scale = op.hasAttr("scale") ? op.getFloat("scale")
+                                     : 1.0 / std::sqrt(static_cast<double>(d));
+  std::string scores = widen(b.node("MatMul", {q5, kT}));
+  scores = b.node("Mul", {scores, b.f32Scalar(static_cast<float>(scale))});
+  if (op.hasAttr("softcap")) {
+    std::string c = b.f32Scalar(static_cast<float>(op.getFloat("softcap")));
+    scores = b.node("Mul", {b.node("Tanh", {b.node("Div", {scores, c})}), c});
+  }
+  std::string allowed = allowedMask(op, q);
+  scores = b.node("Where", {allowed, scores, b.f32Scalar(-FLT_MAX)});
+  std::string probs;
+  if (op.getBool("sinks")) {
+    // One extra logit per head in the softmax denominator, then dropped.
+    std::string sinks = widen(in(op.getOperand(3)));
+    std::string sink5 = b.node("Reshape", {sinks, b.i64({1, hk, groups, 1, 1})});
+    std::string shape = b.node("Shape", {scores});
+    std::string sinkShape = b.node(
+        "Concat", {b.node("Slice", {shape, b.i64({0}), b.i64({-1})}), b.i64({1})},
+        {OnnxAttr::integer("axis", 0)});
+    std::string col = b.node("Expand", {sink5, sinkShape});
+    std::string all = b.node("Concat", {scores, col}, {OnnxAttr::integer("axis", -1)});
+    std::string p = b.node("Softmax", {all}, {OnnxAttr::integer("axis", -1)});
+    probs = b.node("Slice", {p, b.i64({0}), b.i64({-1}), b.i64({-1})});
+  } else {
+    probs = b.node("Softmax", {scores}, {OnnxAttr::integer("axis", -1)});
+  }
+  std::string o = b.node("MatMul", {narrow(probs), v5}); // [B, Hkv, G, S, Dv]
+  o = b.node("Reshape", {o, b.i64({0, h, -1, dv})});
+  def(op.getResult(),
+      b.node("Transpose", {o}, {OnnxAttr::list("perm", {0, 2, 1, 3})}));
+  return true;
+}
+
+} // namespace archc

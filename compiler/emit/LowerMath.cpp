@@ -1,0 +1,246 @@
+//===- LowerMath.cpp - ONNX lowering of elementwise, norm, matmul, shape --===//
+//
+// This file lowers elementwise ops (GELU and SiLU decomposed), softmax,
+// RMSNorm (decomposed, computed in float32) and LayerNorm
+// (LayerNormalization), matmul (Gemm with transB for [out, in] weights, so
+// initializers keep the checkpoint layout), gather, and the shape ops.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/OnnxLowering.h"
+
+#include <cmath>
+
+namespace archc {
+
+using ir::OpKind;
+
+bool OnnxLowering::lowerElementwise(const ir::Op &op) {
+  const ir::Value *r = op.getResult();
+  auto x = [&](size_t i) -> const std::string & { return in(op.getOperand(i)); };
+  static const std::map<OpKind, const char *> direct = {
+      {OpKind::Add, "Add"},         {OpKind::Sub, "Sub"},
+      {OpKind::Mul, "Mul"},         {OpKind::Div, "Div"},
+      {OpKind::Pow, "Pow"},         {OpKind::Maximum, "Max"},
+      {OpKind::Minimum, "Min"},     {OpKind::Neg, "Neg"},
+      {OpKind::Exp, "Exp"},         {OpKind::Log, "Log"},
+      {OpKind::Sqrt, "Sqrt"},       {OpKind::Tanh, "Tanh"},
+      {OpKind::Sigmoid, "Sigmoid"}, {OpKind::Relu, "Relu"},
+      {OpKind::Softplus, "Softplus"}, {OpKind::Abs, "Abs"}};
+  if (auto it = direct.find(op.getKind()); it != direct.end()) {
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < op.getNumOperands(); ++i)
+      ins.push_back(x(i));
+    def(r, b.node(it->second, ins));
+    return true;
+  }
+  switch (op.getKind()) {
+  case OpKind::Rsqrt:
+    def(r, b.node("Reciprocal", {b.node("Sqrt", {x(0)})}));
+    return true;
+  case OpKind::Silu:
+    def(r, b.node("Mul", {x(0), b.node("Sigmoid", {x(0)})}));
+    return true;
+  case OpKind::Gelu: {
+    std::string v = widen(x(0));
+    std::string inner;
+    if (op.getString("approximate", "none") == "tanh") {
+      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+      std::string cube = b.node("Mul", {v, b.node("Mul", {v, v})});
+      std::string t = b.node(
+          "Add", {v, b.node("Mul", {cube, b.f32Scalar(0.044715f)})});
+      inner = b.node("Tanh", {b.node(
+                                 "Mul", {t, b.f32Scalar(static_cast<float>(
+                                                std::sqrt(2.0 / M_PI)))})});
+    } else {
+      // 0.5 x (1 + erf(x / sqrt(2)))
+      inner = b.node("Erf", {b.node("Div", {v, b.f32Scalar(static_cast<float>(
+                                                     std::sqrt(2.0)))})});
+    }
+    std::string y = b.node(
+        "Mul", {b.node("Mul", {v, b.f32Scalar(0.5f)}),
+                b.node("Add", {inner, b.f32Scalar(1.0f)})});
+    def(r, narrow(y));
+    return true;
+  }
+  case OpKind::Clamp: {
+    int32_t dt = onnxDType(ir::dtypeName(op.getOperand(0)->type.dtype));
+    std::string lo = op.hasAttr("min") ? b.scalar(op.getFloat("min"), dt) : "";
+    std::string hi = op.hasAttr("max") ? b.scalar(op.getFloat("max"), dt) : "";
+    def(r, b.node("Clip", {x(0), lo, hi}));
+    return true;
+  }
+  case OpKind::Cast:
+    def(r, castTo(x(0), onnxDType(op.getString("dtype"))));
+    return true;
+  case OpKind::Softmax: {
+    std::string y = b.node("Softmax", {widen(x(0))},
+                           {OnnxAttr::integer("axis", op.getInt("axis", -1))});
+    def(r, narrow(y));
+    return true;
+  }
+  default:
+    return fail(op, "unsupported elementwise op");
+  }
+}
+
+bool OnnxLowering::lowerNorm(const ir::Op &op) {
+  const ir::TensorType &t = op.getOperand(0)->type;
+  std::string x = widen(in(op.getOperand(0)));
+  if (op.getKind() == OpKind::RmsNorm) {
+    // x * 1/sqrt(mean(x^2) + eps) * (offset + w), in float32.
+    std::string ms = b.node("ReduceMean", {b.node("Mul", {x, x})},
+                            {OnnxAttr::list("axes", {-1}),
+                             OnnxAttr::integer("keepdims", 1)});
+    std::string inv = b.node(
+        "Reciprocal",
+        {b.node("Sqrt", {b.node("Add", {ms, b.f32Scalar(static_cast<float>(
+                                                op.getFloat("eps")))})})});
+    std::string y = narrow(b.node("Mul", {x, inv}));
+    if (op.getNumOperands() > 1) {
+      std::string w = in(op.getOperand(1));
+      double offset = op.getFloat("offset", 0.0);
+      if (offset != 0.0)
+        w = b.node("Add", {w, actScalar(offset)});
+      y = b.node("Mul", {y, w});
+    }
+    def(op.getResult(), y);
+    return true;
+  }
+  // LayerNormalization needs a scale; use ones when the op has none.
+  std::string scale, bias;
+  int64_t dim = t.dims.back().getConstant().value_or(0);
+  if (op.getNumOperands() > 1)
+    scale = widen(in(op.getOperand(1)));
+  else
+    scale = b.f32(std::vector<float>(static_cast<size_t>(dim), 1.0f), {dim});
+  if (op.getNumOperands() > 2)
+    bias = widen(in(op.getOperand(2)));
+  std::vector<std::string> ins = {x, scale};
+  if (!bias.empty())
+    ins.push_back(bias);
+  std::string y = b.node(
+      "LayerNormalization", ins,
+      {OnnxAttr::integer("axis", -1),
+       OnnxAttr::real("epsilon", static_cast<float>(op.getFloat("eps")))});
+  def(op.getResult(), narrow(y));
+  return true;
+}
+
+bool OnnxLowering::lowerMatMul(const ir::Op &op) {
+  const std::string &a = in(op.getOperand(0));
+  const std::string &w = in(op.getOperand(1));
+  if (op.getKind() == OpKind::Gather) {
+    def(op.getResult(), b.node("Gather", {a, w}, {OnnxAttr::integer("axis", 0)}));
+    return true;
+  }
+  const ir::TensorType &at = op.getOperand(0)->type;
+  const ir::TensorType &bt = op.getOperand(1)->type;
+  bool transB = op.getBool("transpose_b");
+  if (!transB) {
+    def(op.getResult(), b.node("MatMul", {a, w}));
+    return true;
+  }
+  if (bt.rank() != 2) {
+    std::vector<int64_t> perm;
+    for (size_t i = 0; i < bt.rank(); ++i)
+      perm.push_back(static_cast<int64_t>(i));
+    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    def(op.getResult(),
+        b.node("MatMul", {a, b.node("Transpose", {w},
+                                    {OnnxAttr::list("perm", perm)})}));
+    return true;
+  }
+  // [out, in] weight: Gemm(transB) on the flattened input keeps the
+  // initializer in checkpoint layout.
+  if (at.rank() == 2) {
+    def(op.getResult(),
+        b.node("Gemm", {a, w}, {OnnxAttr::integer("transB", 1)}));
+    return true;
+  }
+  std::string flat = b.node("Flatten", {a},
+                            {OnnxAttr::integer("axis",
+                                               static_cast<int64_t>(at.rank() - 1))});
+  std::string y = b.node("Gemm", {flat, w}, {OnnxAttr::integer("transB", 1)});
+  // Output shape from the input's run-time shape (also right inside expert
+  // bodies, whose token count is not a graph symbol). Shared per input.
+  std::string &lead = leadingShape[a];
+  if (lead.empty())
+    lead = b.node("Slice", {b.node("Shape", {a}), b.i64({0}), b.i64({-1})});
+  std::string shape =
+      b.node("Concat", {lead, b.i64({bt.dims[0].getConstant().value_or(0)})},
+             {OnnxAttr::integer("axis", 0)});
+  def(op.getResult(), b.node("Reshape", {y, shape},
+                             {OnnxAttr::integer("allowzero", 1)}));
+  return true;
+}
+
+bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
+  const std::string &x = in(op.getOperand(0));
+  const ir::TensorType &xt = op.getOperand(0)->type;
+  switch (op.getKind()) {
+  case OpKind::Reshape: {
+    // Dims equal to the input's at the same index are copied (0); one
+    // remaining symbolic dim is inferred (-1); others are computed.
+    const auto &dims = op.getResult()->type.dims;
+    std::vector<std::string> parts;
+    bool inferred = false;
+    std::vector<int64_t> consts;
+    bool allConst = true;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      int64_t v;
+      if (auto c = dims[i].getConstant()) {
+        v = *c;
+      } else if (i < xt.rank() && xt.dims[i] == dims[i]) {
+        v = 0;
+      } else if (!inferred) {
+        v = -1;
+        inferred = true;
+      } else {
+        allConst = false;
+        break;
+      }
+      consts.push_back(v);
+    }
+    // A computed shape holds real sizes (0 means an empty dim there).
+    std::string shape = allConst ? b.i64(consts) : shapeTensor(dims);
+    if (shape.empty())
+      return fail(op, "cannot compute the target shape");
+    def(op.getResult(),
+        b.node("Reshape", {x, shape},
+               {OnnxAttr::integer("allowzero", allConst ? 0 : 1)}));
+    return true;
+  }
+  case OpKind::Transpose:
+    def(op.getResult(),
+        b.node("Transpose", {x},
+               {OnnxAttr::list("perm",
+                               *op.getAttr<std::vector<int64_t>>("perm"))}));
+    return true;
+  case OpKind::Split: {
+    const auto &sizes = *op.getAttr<std::vector<int64_t>>("sizes");
+    auto outs = b.nodeN("Split", {x, b.i64(sizes)},
+                        {OnnxAttr::integer("axis", op.getInt("axis", -1))},
+                        sizes.size());
+    for (size_t i = 0; i < outs.size(); ++i)
+      def(op.getResult(i), outs[i]);
+    return true;
+  }
+  case OpKind::Concat: {
+    std::vector<std::string> ins;
+    for (const ir::Value *v : op.operands)
+      ins.push_back(in(v));
+    def(op.getResult(),
+        b.node("Concat", ins, {OnnxAttr::integer("axis", op.getInt("axis", -1))}));
+    return true;
+  }
+  case OpKind::Slice:
+    def(op.getResult(),
+        b.node("Slice", {x, b.i64({op.getInt("start")}), b.i64({op.getInt("end")}),
+                         b.i64({op.getInt("axis")})}));
+    return true;
+  default:
+    return fail(op, "unsupported shape op");
+  }
+}
+
+} // namespace archc

@@ -1,0 +1,169 @@
+//===- LowerMoe.cpp - ONNX lowering of MoE routing and experts ------------===//
+//
+// This file lowers `route` (scores, optional selection bias, group-limited
+// selection, top-k, renormalisation, scaling) and `experts` (sparse
+// dispatch: per expert, the tokens that selected it are gathered, run
+// through the expert body, weighted and scattered back with ScatterND add).
+// Only selected tokens are computed, so the cost matches the model's.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/OnnxLowering.h"
+
+#include <cfloat>
+
+namespace archc {
+
+bool OnnxLowering::lowerRoute(const ir::Op &op) {
+  std::string logits = widen(in(op.getOperand(0)));
+  int64_t k = op.getInt("top_k");
+  std::string scoring = op.getString("scoring", "softmax");
+  std::string order = op.getString("order", "score_topk");
+  bool normalize = op.getBool("normalize");
+  double scale = op.getFloat("scale", 1.0);
+  int64_t groups = op.getInt("groups", 1), topkGroups = op.getInt("topk_groups", 1);
+  int64_t experts =
+      op.getOperand(0)->type.dims.back().getConstant().value_or(0);
+  auto topk = [&](const std::string &x, int64_t n) {
+    return b.nodeN("TopK", {x, b.i64({n})},
+                   {OnnxAttr::integer("axis", -1), OnnxAttr::integer("largest", 1),
+                    OnnxAttr::integer("sorted", 1)},
+                   2);
+  };
+  std::string weights, indices;
+  if (order == "topk_score") {
+    // Top-k of the raw logits, then the score over those k.
+    auto tk = topk(logits, k);
+    indices = tk[1];
+    if (scoring == "softmax")
+      weights = b.node("Softmax", {tk[0]}, {OnnxAttr::integer("axis", -1)});
+    else if (scoring == "sigmoid")
+      weights = b.node("Sigmoid", {tk[0]});
+    else
+      weights = tk[0];
+  } else {
+    std::string scores;
+    if (scoring == "softmax")
+      scores = b.node("Softmax", {logits}, {OnnxAttr::integer("axis", -1)});
+    else if (scoring == "sigmoid")
+      scores = b.node("Sigmoid", {logits});
+    else if (scoring == "sqrtsoftplus")
+      scores = b.node("Sqrt", {b.node("Softplus", {logits})});
+    else
+      scores = logits;
+    // The selection may add a bias that does not enter the weights.
+    std::string select = scores;
+    if (op.getBool("bias"))
+      select = b.node("Add", {scores, widen(in(op.getOperand(1)))});
+    if (groups > 1) {
+      // Group score = sum of the top-2 selection scores in the group; keep
+      // the best topk_groups groups.
+      int64_t per = experts / groups;
+      std::string grouped = b.node(
+          "Reshape", {select, b.node("Concat",
+                                     {b.node("Slice", {b.node("Shape", {select}),
+                                                       b.i64({0}), b.i64({-1})}),
+                                      b.i64({groups, per})},
+                                     {OnnxAttr::integer("axis", 0)})},
+          {OnnxAttr::integer("allowzero", 1)});
+      auto top2 = topk(grouped, std::min<int64_t>(2, per));
+      std::string groupScore = b.node("ReduceSum", {top2[0], b.i64({-1})},
+                                      {OnnxAttr::integer("keepdims", 0)});
+      auto bestGroups = topk(groupScore, topkGroups);
+      // One-hot of the kept groups, broadcast over their experts.
+      std::string groupIds = b.node("Range", {b.i64Scalar(0), b.i64Scalar(groups),
+                                              b.i64Scalar(1)});
+      std::string hit = b.node(
+          "Equal", {b.node("Unsqueeze", {bestGroups[1], b.i64({-1})}), groupIds});
+      std::string kept = b.node(
+          "Cast",
+          {b.node("ReduceMax",
+                  {b.node("Cast", {hit}, {OnnxAttr::integer("to", onnx::TensorProto_DataType_INT32)})},
+                  {OnnxAttr::list("axes", {-2}), OnnxAttr::integer("keepdims", 0)})},
+          {OnnxAttr::integer("to", onnx::TensorProto_DataType_BOOL)});
+      std::string keptExperts = b.node(
+          "Reshape",
+          {b.node("Expand", {b.node("Unsqueeze", {kept, b.i64({-1})}),
+                             b.node("Shape", {grouped})}),
+           b.node("Shape", {select})},
+          {OnnxAttr::integer("allowzero", 1)});
+      select = b.node("Where", {keptExperts, select, b.f32Scalar(-FLT_MAX)});
+    }
+    auto tk = topk(select, k);
+    indices = tk[1];
+    weights = b.node("GatherElements", {scores, indices},
+                     {OnnxAttr::integer("axis", -1)});
+    if (normalize)
+      weights = b.node("Div", {weights,
+                               b.node("ReduceSum", {weights, b.i64({-1})},
+                                      {OnnxAttr::integer("keepdims", 1)})});
+  }
+  if (scale != 1.0)
+    weights = b.node("Mul", {weights, b.f32Scalar(static_cast<float>(scale))});
+  def(op.getResult(0), narrow(weights));
+  def(op.getResult(1), indices);
+  return true;
+}
+
+bool OnnxLowering::lowerExperts(const ir::Op &op) {
+  if (expert >= 0)
+    return fail(op, "nested expert dispatch");
+  const ir::Block &body = *op.getRegions()[0];
+  const ir::TensorType &xt = op.getOperand(0)->type;
+  const ir::TensorType &rt = op.getResult()->type;
+  int64_t dIn = xt.dims.back().getConstant().value_or(0);
+  int64_t dOut = rt.dims.back().getConstant().value_or(0);
+  int64_t count = op.getInt("count");
+  int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
+  // Tokens flattened to [N, D]; routing to [N, k].
+  std::string x = b.node("Reshape", {in(op.getOperand(0)), b.i64({-1, dIn})});
+  std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
+  std::string idx = b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})});
+  std::string n = b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({1})});
+  std::string out = b.node(
+      "ConstantOfShape",
+      {b.node("Concat", {n, b.i64({dOut})}, {OnnxAttr::integer("axis", 0)})});
+  if (act != onnx::TensorProto_DataType_FLOAT)
+    out = castTo(out, act);
+  std::string zero = actScalar(0.0);
+  for (int64_t e = 0; e < count; ++e) {
+    std::string hit = b.node("Equal", {idx, b.i64Scalar(e)});     // [N, k]
+    std::string we = b.node("ReduceSum", {b.node("Where", {hit, w, zero}),
+                                          b.i64({1})},
+                            {OnnxAttr::integer("keepdims", 0)}); // [N]
+    std::string any = b.node(
+        "ReduceMax",
+        {b.node("Cast", {hit}, {OnnxAttr::integer("to", onnx::TensorProto_DataType_INT32)})},
+        {OnnxAttr::list("axes", {1}), OnnxAttr::integer("keepdims", 0)});
+    std::string tok = b.node("Reshape", {b.node("NonZero", {any}), b.i64({-1})});
+    std::string xe = b.node("Gather", {x, tok}, {OnnxAttr::integer("axis", 0)});
+    // The body sees its tokens with the rank the IR gave it ([..., n, D]:
+    // leading dims of 1), so rank-dependent lowerings stay valid.
+    std::vector<int64_t> lead;
+    for (size_t i = 2; i < xt.rank(); ++i)
+      lead.push_back(static_cast<int64_t>(i - 2));
+    def(body.getArgument(0),
+        lead.empty() ? xe : b.node("Unsqueeze", {xe, b.i64(lead)}));
+    expert = e;
+    bool ok = lowerBlock(body);
+    expert = -1;
+    if (!ok)
+      return false;
+    std::string ye = b.node("Reshape", {in(body.getTerminator()->getOperand(0)),
+                                        b.i64({-1, dOut})});
+    std::string wsel = b.node(
+        "Unsqueeze", {b.node("Gather", {we, tok}, {OnnxAttr::integer("axis", 0)}),
+                      b.i64({1})});
+    std::string contrib = b.node("Mul", {ye, wsel});
+    out = b.node("ScatterND",
+                 {out, b.node("Unsqueeze", {tok, b.i64({1})}), contrib},
+                 {OnnxAttr::str("reduction", "add")});
+  }
+  std::string shape = shapeTensor(rt.dims);
+  if (shape.empty())
+    return fail(op, "cannot compute the output shape");
+  def(op.getResult(), b.node("Reshape", {out, shape},
+                             {OnnxAttr::integer("allowzero", 1)}));
+  return true;
+}
+
+} // namespace archc

@@ -1,0 +1,99 @@
+//===- OnnxBuilder.h - Building ONNX graphs node by node --------*- C++ -*-===//
+//
+// This file declares GraphBuilder, a thin helper over onnx::GraphProto that
+// creates uniquely named nodes and constants. Every op the lowering emits
+// goes through it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_EMIT_ONNXBUILDER_H
+#define ARCHC_EMIT_ONNXBUILDER_H
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace archc {
+
+/// An attribute for GraphBuilder::node.
+struct OnnxAttr {
+  std::string name;
+  enum Kind { Int, Float, Ints, String, Floats } kind;
+  int64_t i = 0;
+  float f = 0;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::string s;
+
+  static OnnxAttr integer(std::string n, int64_t v) {
+    OnnxAttr a{std::move(n), Int};
+    a.i = v;
+    return a;
+  }
+  static OnnxAttr real(std::string n, float v) {
+    OnnxAttr a{std::move(n), Float};
+    a.f = v;
+    return a;
+  }
+  static OnnxAttr list(std::string n, std::vector<int64_t> v) {
+    OnnxAttr a{std::move(n), Ints};
+    a.ints = std::move(v);
+    return a;
+  }
+  static OnnxAttr str(std::string n, std::string v) {
+    OnnxAttr a{std::move(n), String};
+    a.s = std::move(v);
+    return a;
+  }
+};
+
+class GraphBuilder {
+public:
+  explicit GraphBuilder(onnx::GraphProto &g) : graph(g) {}
+
+  /// Adds a node; returns its output names (`outputs` of them).
+  std::vector<std::string> nodeN(const std::string &op,
+                                 const std::vector<std::string> &inputs,
+                                 const std::vector<OnnxAttr> &attrs,
+                                 size_t outputs, const std::string &hint = "");
+  /// Adds a single-output node.
+  std::string node(const std::string &op, const std::vector<std::string> &inputs,
+                   const std::vector<OnnxAttr> &attrs = {},
+                   const std::string &hint = "");
+  /// Adds a node whose (single) output has a given name.
+  void nodeNamed(const std::string &op, const std::vector<std::string> &inputs,
+                 const std::string &output,
+                 const std::vector<OnnxAttr> &attrs = {});
+
+  /// Constants (Constant nodes). Cached by value.
+  std::string i64(const std::vector<int64_t> &values);
+  std::string i64Scalar(int64_t v);
+  std::string f32(const std::vector<float> &values,
+                  const std::vector<int64_t> &shape);
+  std::string f32Scalar(float v);
+  /// A rank-0 constant of element type `dtype` (onnx enum).
+  std::string scalar(double v, int32_t dtype);
+  /// A constant tensor from raw little-endian bytes.
+  std::string raw(const std::string &bytes, int32_t dtype,
+                  const std::vector<int64_t> &shape, const std::string &hint);
+
+  std::string fresh(const std::string &hint);
+  onnx::GraphProto &proto() { return graph; }
+  size_t numNodes() const { return static_cast<size_t>(graph.node_size()); }
+
+private:
+  onnx::GraphProto &graph;
+  size_t counter = 0;
+  std::map<std::string, std::string> constCache;
+};
+
+/// onnx::TensorProto_DataType for an archc dtype name (f32, f16, bf16, i64,
+/// bool, ...).
+int32_t onnxDType(const std::string &archcName);
+
+} // namespace archc
+
+#endif // ARCHC_EMIT_ONNXBUILDER_H

@@ -1,0 +1,245 @@
+//===- OnnxLowering.cpp - IR to ONNX graph: core --------------------------===//
+//
+// This file implements the driver of the lowering: graph inputs and outputs
+// with named symbolic dims, symbolic-dim tensors computed from input shapes,
+// parameters and state I/O, and dispatch to the op family lowerings.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/OnnxLowering.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace archc {
+
+using ir::OpKind;
+
+std::string onnxDimName(const ir::SymExpr &e) {
+  static const std::map<std::string, std::string> names = {
+      {"batch", "batch_size"},
+      {"seq", "sequence_length"},
+      {"past", "past_sequence_length"},
+      {"(past + seq)", "total_sequence_length"}};
+  std::string s = e.str();
+  auto it = names.find(s);
+  return it != names.end() ? it->second : s;
+}
+
+OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
+                           WeightPlan &w, DiagnosticEngine &d)
+    : module(m), b(g), weights(w), diags(d),
+      act(onnxDType(ir::dtypeName(m.activationDType))) {}
+
+bool OnnxLowering::fail(const ir::Op &op, const std::string &msg) {
+  Diagnostic &d = diags.error(op.getLoc().range,
+                              fmt::format("cannot lower '{}' to ONNX: {}",
+                                          op.getMnemonic(), msg));
+  for (const ir::InlineFrame *f = op.getLoc().inlinedAt.get(); f;
+       f = f->parent.get())
+    d.notes.push_back({f->callSite, "in call to '" + f->callee + "' from here"});
+  return false;
+}
+
+const std::string &OnnxLowering::in(const ir::Value *v) {
+  static const std::string missing = "<missing>";
+  auto it = names.find(v);
+  return it == names.end() ? missing : it->second;
+}
+
+void OnnxLowering::declareValue(onnx::ValueInfoProto *vi,
+                                const std::string &name,
+                                const ir::TensorType &t) {
+  vi->set_name(name);
+  auto *tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnxDType(ir::dtypeName(t.dtype)));
+  auto *shape = tt->mutable_shape();
+  for (const ir::SymExpr &d : t.dims) {
+    auto *dim = shape->add_dim();
+    if (auto c = d.getConstant())
+      dim->set_dim_value(*c);
+    else
+      dim->set_dim_param(onnxDimName(d));
+  }
+}
+
+void OnnxLowering::registerSymbols(const std::string &tensor,
+                                   const ir::TensorType &t) {
+  std::string shape;
+  for (size_t i = 0; i < t.dims.size(); ++i) {
+    const ir::SymExpr &d = t.dims[i];
+    if (d.isConstant())
+      continue;
+    bool single = d.symbols().size() == 1 && ir::SymExpr::symbol(d.symbols()[0]) == d;
+    std::string key = single ? d.symbols()[0] : d.str();
+    auto &slot = single ? symbols[key] : exprSources[key];
+    if (!slot.empty())
+      continue;
+    if (shape.empty())
+      shape = b.node("Shape", {tensor});
+    slot = b.node("Slice", {shape, b.i64({static_cast<int64_t>(i)}),
+                            b.i64({static_cast<int64_t>(i + 1)})});
+  }
+}
+
+std::string OnnxLowering::dimTensor(const ir::SymExpr &e) {
+  if (auto c = e.getConstant())
+    return b.i64({*c});
+  auto src = exprSources.find(e.str());
+  if (src != exprSources.end())
+    return src->second;
+  std::string sum;
+  for (auto &[mono, coef] : e.getTerms()) {
+    std::string term = coef == 1 && !mono.empty() ? "" : b.i64({coef});
+    for (auto &[sym, pow] : mono) {
+      std::string s;
+      auto it = symbols.find(sym);
+      if (it != symbols.end()) {
+        s = it->second;
+      } else if (sym == "past" && symbols.count("seq") &&
+                 exprSources.count("(past + seq)")) {
+        s = b.node("Sub", {exprSources["(past + seq)"], symbols["seq"]});
+        symbols["past"] = s;
+      } else {
+        return "";
+      }
+      for (unsigned k = 0; k < pow; ++k)
+        term = term.empty() ? s : b.node("Mul", {term, s});
+    }
+    sum = sum.empty() ? term : b.node("Add", {sum, term});
+  }
+  return sum;
+}
+
+std::string OnnxLowering::shapeTensor(const std::vector<ir::SymExpr> &dims) {
+  std::vector<std::string> parts;
+  for (const ir::SymExpr &d : dims) {
+    std::string t = dimTensor(d);
+    if (t.empty())
+      return "";
+    parts.push_back(t);
+  }
+  if (parts.size() == 1)
+    return parts[0];
+  return b.node("Concat", parts, {OnnxAttr::integer("axis", 0)});
+}
+
+std::string OnnxLowering::castTo(const std::string &x, int32_t to) {
+  return b.node("Cast", {x}, {OnnxAttr::integer("to", to)});
+}
+
+std::string OnnxLowering::widen(const std::string &x) {
+  return act == onnx::TensorProto_DataType_FLOAT
+             ? x
+             : castTo(x, onnx::TensorProto_DataType_FLOAT);
+}
+
+std::string OnnxLowering::narrow(const std::string &x) {
+  return act == onnx::TensorProto_DataType_FLOAT ? x : castTo(x, act);
+}
+
+bool OnnxLowering::lowerBlock(const ir::Block &block) {
+  for (const auto &op : block.getOps())
+    if (!lowerOp(*op))
+      return false;
+  return true;
+}
+
+bool OnnxLowering::lowerOp(const ir::Op &op) {
+  switch (op.getKind()) {
+  case OpKind::Param: {
+    std::string name = op.getString("name");
+    if (expert >= 0)
+      name = ir::instantiatePattern(name, -1, expert);
+    if (name.find('{') != std::string::npos)
+      return fail(op, "weight '" + name + "' still has a placeholder (run "
+                      "expand-repeat first)");
+    def(op.getResult(), weights.use(name, op.getResult()->type));
+    return true;
+  }
+  case OpKind::Const: {
+    double v = op.getFloat("value");
+    def(op.getResult(),
+        b.scalar(v, onnxDType(ir::dtypeName(op.getResult()->type.dtype))));
+    return true;
+  }
+  case OpKind::StateIn: {
+    std::string name = op.getString("name");
+    if (name.find('{') != std::string::npos)
+      return fail(op, "state '" + name + "' still has a placeholder");
+    declareValue(b.proto().add_input(), name, op.getResult()->type);
+    registerSymbols(name, op.getResult()->type);
+    def(op.getResult(), name);
+    return true;
+  }
+  case OpKind::StateOut: {
+    std::string name = op.getString("name");
+    declareValue(b.proto().add_output(), name, op.getOperand(0)->type);
+    b.nodeNamed("Identity", {in(op.getOperand(0))}, name);
+    return true;
+  }
+  case OpKind::Return: {
+    const auto &outs = module.graph.outputNames;
+    for (size_t i = 0; i < op.getNumOperands(); ++i) {
+      declareValue(b.proto().add_output(), outs[i], op.getOperand(i)->type);
+      b.nodeNamed("Identity", {in(op.getOperand(i))}, outs[i]);
+    }
+    return true;
+  }
+  case OpKind::Yield:
+    return true; // handled by the region's owner
+  case OpKind::Repeat:
+    return fail(op, "layer loops must be expanded first (expand-repeat)");
+  default:
+    break;
+  }
+  switch (op.getFamily()) {
+  case ir::OpFamily::Binary:
+  case ir::OpFamily::Unary:
+  case ir::OpFamily::Softmax:
+    return lowerElementwise(op);
+  case ir::OpFamily::Norm:
+    return lowerNorm(op);
+  case ir::OpFamily::MatMul:
+  case ir::OpFamily::Gather:
+    return lowerMatMul(op);
+  case ir::OpFamily::Shape:
+    return lowerShapeOp(op);
+  case ir::OpFamily::Rope:
+    return lowerRope(op);
+  case ir::OpFamily::Cache:
+    return lowerCache(op);
+  case ir::OpFamily::Attention:
+    return lowerAttention(op);
+  case ir::OpFamily::Route:
+    return lowerRoute(op);
+  case ir::OpFamily::Experts:
+    return lowerExperts(op);
+  default:
+    return fail(op, "no lowering");
+  }
+}
+
+bool OnnxLowering::run() {
+  // Graph inputs in IR order; their dims define the symbol tensors.
+  for (const auto &arg : module.graph.body.getArguments()) {
+    declareValue(b.proto().add_input(), arg->name, arg->type);
+    def(arg.get(), arg->name);
+  }
+  for (const auto &arg : module.graph.body.getArguments())
+    registerSymbols(arg->name, arg->type);
+  if (!lowerBlock(module.graph.body))
+    return false;
+  // Model outputs (logits) first, then the state outputs, as Optimum and
+  // onnxruntime-genai order them.
+  auto *outs = b.proto().mutable_output();
+  std::stable_partition(outs->begin(), outs->end(),
+                        [&](const onnx::ValueInfoProto &v) {
+                          const auto &names = module.graph.outputNames;
+                          return std::find(names.begin(), names.end(),
+                                           v.name()) != names.end();
+                        });
+  return true;
+}
+
+} // namespace archc

@@ -1,0 +1,93 @@
+//===- OnnxLowering.h - IR to ONNX graph ------------------------*- C++ -*-===//
+//
+// This file declares OnnxLowering, which turns the expanded IR (after
+// expand-repeat) into an onnx::GraphProto of standard ONNX ops at opset 17:
+// RMSNorm, RoPE, attention (GQA, causal/sliding/padding masks), MoE routing
+// and expert dispatch are decomposed. Weights become initializers named by
+// their checkpoint names (through WeightPlan). Per op family, the lowering
+// lives in LowerMath.cpp, LowerAttention.cpp and LowerMoe.cpp.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_EMIT_ONNXLOWERING_H
+#define ARCHC_EMIT_ONNXLOWERING_H
+
+#include "emit/OnnxBuilder.h"
+#include "emit/WeightPlan.h"
+#include "ir/IR.h"
+#include "support/Diagnostics.h"
+
+#include <map>
+#include <unordered_map>
+
+namespace archc {
+
+/// The opset the emitted models import (the newest the linked onnx library
+/// knows, 1.12 -> 17).
+constexpr int kOnnxOpset = 17;
+
+/// Names of symbolic dims in ONNX graphs (onnxruntime-genai / Optimum).
+std::string onnxDimName(const ir::SymExpr &e);
+
+class OnnxLowering {
+public:
+  OnnxLowering(const ir::Module &m, onnx::GraphProto &g, WeightPlan &w,
+               DiagnosticEngine &d);
+  /// Lowers the whole graph (inputs, ops, outputs).
+  bool run();
+
+private:
+  const ir::Module &module;
+  GraphBuilder b;
+  WeightPlan &weights;
+  DiagnosticEngine &diags;
+  int32_t act; ///< onnx element type of activations
+  std::unordered_map<const ir::Value *, std::string> names;
+  /// [batch, heads, length, d] form of cached keys/values.
+  std::unordered_map<const ir::Value *, std::string> storage;
+  /// 1-D int64 [1] tensors holding each symbolic dim.
+  std::map<std::string, std::string> symbols;
+  std::map<std::string, std::string> exprSources;
+  std::map<std::string, std::pair<std::string, std::string>> ropeCache;
+  std::map<std::string, std::string> maskCache;
+  /// Shape(x)[:-1] per tensor, shared by the matmuls that read x.
+  std::map<std::string, std::string> leadingShape;
+  int64_t expert = -1; ///< expert index while lowering an expert body
+
+  // Core (OnnxLowering.cpp).
+  bool lowerBlock(const ir::Block &block);
+  bool lowerOp(const ir::Op &op);
+  const std::string &in(const ir::Value *v);
+  void def(const ir::Value *v, std::string name) { names[v] = std::move(name); }
+  bool fail(const ir::Op &op, const std::string &msg);
+  void declareValue(onnx::ValueInfoProto *vi, const std::string &name,
+                    const ir::TensorType &t);
+  void registerSymbols(const std::string &tensor, const ir::TensorType &t);
+  std::string dimTensor(const ir::SymExpr &e);
+  std::string shapeTensor(const std::vector<ir::SymExpr> &dims);
+  std::string castTo(const std::string &x, int32_t to);
+  /// Computes `body(x32)` in float32 when activations are narrower.
+  std::string widen(const std::string &x);
+  std::string narrow(const std::string &x);
+  std::string actScalar(double v) { return b.scalar(v, act); }
+
+  // LowerMath.cpp.
+  bool lowerElementwise(const ir::Op &op);
+  bool lowerNorm(const ir::Op &op);
+  bool lowerMatMul(const ir::Op &op);
+  bool lowerShapeOp(const ir::Op &op);
+
+  // LowerAttention.cpp.
+  bool lowerRope(const ir::Op &op);
+  bool lowerCache(const ir::Op &op);
+  bool lowerAttention(const ir::Op &op);
+  std::string storageOf(const ir::Value *v);
+  std::string allowedMask(const ir::Op &attn, const std::string &q);
+
+  // LowerMoe.cpp.
+  bool lowerRoute(const ir::Op &op);
+  bool lowerExperts(const ir::Op &op);
+};
+
+} // namespace archc
+
+#endif // ARCHC_EMIT_ONNXLOWERING_H
