@@ -1,0 +1,25 @@
+# -*- Python -*-
+# lit configuration for archc's golden tests (see docs/testing.md).
+import os
+import lit.formats
+
+config.name = "archc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".arch", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.test_source_root = os.path.dirname(__file__)
+archc_bin_dir = getattr(config, "archc_bin_dir", None) or lit_config.params.get("archc_bin_dir")
+llvm_tools_dir = getattr(config, "llvm_tools_dir", None) or "/usr/lib/llvm-14/bin"
+config.test_exec_root = getattr(config, "archc_obj_root", None) or os.path.join(config.test_source_root, "Output")
+if not archc_bin_dir:
+    lit_config.fatal("archc_bin_dir unknown: run lit on the build dir or pass --param archc_bin_dir=...")
+for tool in ("FileCheck", "not", "count"):
+    if not os.path.exists(os.path.join(llvm_tools_dir, tool)):
+        lit_config.fatal("missing LLVM test tool: " + os.path.join(llvm_tools_dir, tool))
+src_root = getattr(config, "archc_src_root", os.path.dirname(config.test_source_root))
+config.environment["PATH"] = os.pathsep.join([archc_bin_dir, llvm_tools_dir, os.environ["PATH"]])
+config.substitutions.append(("%archc", os.path.join(archc_bin_dir, "archc")))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(("%archs", os.path.join(src_root, "archs")))
+config.substitutions.append(("%configs", os.path.join(src_root, "archs", "configs")))
+config.substitutions.append(("%python", getattr(config, "python_executable", "python3")))

@@ -1,0 +1,133 @@
+//===- ConfigBindingTest.cpp - Hugging Face config binding ----------------===//
+#include "TestUtil.h"
+
+#include <gtest/gtest.h>
+
+using namespace archc;
+using namespace archc::test;
+
+namespace {
+const char *kSchemaArch = R"(
+arch s {
+  config {
+    hidden_size: int alias "n_embd"
+    heads: int alias "num_attention_heads"
+    head_dim: int = hidden_size / heads
+    eps: float = 1e-5
+    window: int? = 4096
+    scaling: dict?
+    types: list<string>?
+    let double_hidden = hidden_size * 2
+    check hidden_size % heads == 0, "hidden {hidden_size} not divisible by {heads}"
+  }
+  model(x: f32[batch, seq, 4]) -> (x) {
+  }
+}
+)";
+
+int64_t intInfo(const Compiled &c, const std::string &k) {
+  return std::get<int64_t>(c.module().info.at(k));
+}
+} // namespace
+
+TEST(ConfigBinding, FlatConfigWithAliasesDefaultsAndLets) {
+  ScratchDir d;
+  auto c = compile(d, kSchemaArch, R"({"n_embd": 64, "num_attention_heads": 4})");
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  EXPECT_EQ(intInfo(c, "hidden_size"), 64);
+  EXPECT_EQ(intInfo(c, "head_dim"), 16);
+  EXPECT_EQ(intInfo(c, "double_hidden"), 128);
+  EXPECT_EQ(intInfo(c, "window"), 4096);
+  EXPECT_EQ(std::get<double>(c.module().info.at("eps")), 1e-5);
+}
+
+TEST(ConfigBinding, NestedTextConfigWins) {
+  ScratchDir d;
+  auto c = compile(d, kSchemaArch,
+                   R"({"hidden_size": 8, "text_config": {"hidden_size": 64,
+                       "num_attention_heads": 2}})");
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  EXPECT_EQ(intInfo(c, "hidden_size"), 64);
+  EXPECT_EQ(intInfo(c, "head_dim"), 32);
+}
+
+TEST(ConfigBinding, ExplicitNullInOptionalFieldMeansNone) {
+  ScratchDir d;
+  auto c = compile(d, kSchemaArch,
+                   R"({"hidden_size": 64, "heads": 4, "window": null,
+                       "head_dim": null})");
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  EXPECT_EQ(c.module().info.count("window"), 0u); // none has no attribute
+  EXPECT_EQ(intInfo(c, "head_dim"), 16);          // null -> default
+}
+
+TEST(ConfigBinding, IntegralFloatIsAcceptedAsInt) {
+  ScratchDir d;
+  auto c = compile(d, kSchemaArch, R"({"hidden_size": 64.0, "heads": 4})");
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  EXPECT_EQ(intInfo(c, "hidden_size"), 64);
+}
+
+TEST(ConfigBinding, WrongTypeIsLocatedInTheConfig) {
+  ScratchDir d;
+  auto c = compile(d, kSchemaArch, "{\n  \"hidden_size\": \"big\",\n  \"heads\": 4\n}");
+  ASSERT_FALSE(c.ok);
+  std::string diag = c.diagnostics();
+  EXPECT_NE(diag.find("config.json:2:3: error: config field 'hidden_size' "
+                      "must be int, got string \"big\""),
+            std::string::npos)
+      << diag;
+  EXPECT_NE(diag.find("test.arch:4:5: note: 'hidden_size' declared here"),
+            std::string::npos)
+      << diag;
+}
+
+TEST(ConfigBinding, MissingFieldNamesFieldFileAndDeclaration) {
+  ScratchDir d;
+  auto c = compile(d, kSchemaArch, R"({"hidden_size": 64})");
+  ASSERT_FALSE(c.ok);
+  std::string diag = c.diagnostics();
+  EXPECT_NE(diag.find("missing required config field 'heads' in"),
+            std::string::npos)
+      << diag;
+  EXPECT_NE(diag.find("config.json"), std::string::npos);
+  EXPECT_NE(diag.find("test.arch:5:5: note: 'heads' (also read as "
+                      "'num_attention_heads') is declared here"),
+            std::string::npos)
+      << diag;
+}
+
+TEST(ConfigBinding, FailedCheckReportsItsMessage) {
+  ScratchDir d;
+  auto c = compile(d, kSchemaArch,
+                   R"({"hidden_size": 66, "heads": 4, "head_dim": 16})");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("hidden 66 not divisible by 4"),
+            std::string::npos)
+      << c.diagnostics();
+}
+
+TEST(ConfigBinding, ListElementTypesAreChecked) {
+  ScratchDir d;
+  auto c = compile(d, kSchemaArch,
+                   R"({"hidden_size": 64, "heads": 4, "types": ["a", 3]})");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("must be list<string>?"), std::string::npos)
+      << c.diagnostics();
+}
+
+TEST(ConfigBinding, InvalidJsonIsLocated) {
+  ScratchDir d;
+  auto c = compile(d, kSchemaArch, "{\n  \"hidden_size\": 64,,\n}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("config.json:2:21: error: invalid JSON"),
+            std::string::npos)
+      << c.diagnostics();
+}
+
+TEST(ConfigBinding, UnknownFieldsAreIgnored) {
+  ScratchDir d;
+  auto c = compile(d, kSchemaArch,
+                   R"({"hidden_size": 64, "heads": 4, "foo": {"bar": [1]}})");
+  EXPECT_TRUE(c.ok) << c.diagnostics();
+}
