@@ -23,3 +23,4 @@ config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "I
 config.substitutions.append(("%archs", os.path.join(src_root, "archs")))
 config.substitutions.append(("%configs", os.path.join(src_root, "archs", "configs")))
 config.substitutions.append(("%python", getattr(config, "python_executable", "python3")))
+config.excludes.append("Inputs")

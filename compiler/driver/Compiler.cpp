@@ -72,10 +72,17 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
         (*it)[0].is_string())
       architecture = (*it)[0].get<std::string>();
   }
+  // A file of defs only (a library) gets its static checks.
+  if (c.program.getMainFile().archs.empty()) {
+    if (!runSema(c.program, nullptr, diags))
+      return false;
+    if (opts.verifyDiagnostics && !c.config)
+      return true;
+  }
   c.arch = c.program.selectArch(architecture, diags);
   if (!c.arch)
     return false;
-  if (!runSema(c.program, *c.arch, diags))
+  if (!runSema(c.program, c.arch, diags))
     return false;
   if (!c.config) {
     diags.error(SourceRange(), "--config <config.json> is required to go "

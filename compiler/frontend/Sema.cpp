@@ -540,12 +540,13 @@ private:
 
 } // namespace
 
-bool runSema(const Program &program, const ast::ArchDecl &arch,
+bool runSema(const Program &program, const ast::ArchDecl *arch,
              DiagnosticEngine &diags) {
   unsigned before = diags.getNumErrors();
   SemaChecker checker(program, diags);
   checker.checkTopLevel();
-  checker.checkArch(arch);
+  if (arch)
+    checker.checkArch(*arch);
   return diags.getNumErrors() == before;
 }
 

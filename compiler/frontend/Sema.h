@@ -14,9 +14,9 @@
 
 namespace archc {
 
-/// Checks every file of `program` and the selected arch. Returns false when
+/// Checks every file of `program` and the selected arch (if any). Returns false when
 /// errors were reported.
-bool runSema(const Program &program, const ast::ArchDecl &arch,
+bool runSema(const Program &program, const ast::ArchDecl *arch,
              DiagnosticEngine &diags);
 
 /// Language type names usable in config fields and def parameters.
