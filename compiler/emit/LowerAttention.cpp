@@ -165,9 +165,12 @@ bool OnnxLowering::lowerCache(const ir::Op &op) {
   std::vector<int64_t> inverse(layout.size());
   for (size_t i = 0; i < layout.size(); ++i)
     inverse[static_cast<size_t>(layout[i])] = static_cast<int64_t>(i);
-  def(op.getResult(0),
-      identity ? present
-               : b.node("Transpose", {present}, {OnnxAttr::list("perm", inverse)}));
+  if (identity)
+    def(op.getResult(0), present);
+  else
+    deferred[op.getResult(0)] = [this, present, inverse]() {
+      return b.node("Transpose", {present}, {OnnxAttr::list("perm", inverse)});
+    };
   return true;
 }
 

@@ -44,7 +44,17 @@ bool OnnxLowering::fail(const ir::Op &op, const std::string &msg) {
 const std::string &OnnxLowering::in(const ir::Value *v) {
   static const std::string missing = "<missing>";
   auto it = names.find(v);
-  return it == names.end() ? missing : it->second;
+  if (it != names.end())
+    return it->second;
+  // Values with a deferred definition (e.g. the compute-layout view of a
+  // cache) are materialised on first use.
+  auto lazy = deferred.find(v);
+  if (lazy != deferred.end()) {
+    std::string name = lazy->second();
+    deferred.erase(lazy);
+    return names[v] = name;
+  }
+  return missing;
 }
 
 void OnnxLowering::declareValue(onnx::ValueInfoProto *vi,

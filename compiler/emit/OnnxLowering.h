@@ -16,6 +16,7 @@
 #include "ir/IR.h"
 #include "support/Diagnostics.h"
 
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -42,6 +43,8 @@ private:
   DiagnosticEngine &diags;
   int32_t act; ///< onnx element type of activations
   std::unordered_map<const ir::Value *, std::string> names;
+  /// Definitions produced only if a value is used.
+  std::unordered_map<const ir::Value *, std::function<std::string()>> deferred;
   /// [batch, heads, length, d] form of cached keys/values.
   std::unordered_map<const ir::Value *, std::string> storage;
   /// 1-D int64 [1] tensors holding each symbolic dim.

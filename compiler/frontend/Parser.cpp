@@ -516,20 +516,27 @@ private:
   }
 };
 
-/// Rejects inputs whose nesting would exhaust the parser's stack: brackets,
-/// chains of prefix operators, and chains of `?:`, counted per token.
+/// Rejects inputs whose nesting would exhaust the parser's (recursive)
+/// stack: bracket depth, runs of prefix operators, and operator chains in
+/// one expression, counted over the token stream before parsing.
 bool checkNesting(antlr4::CommonTokenStream &tokens, const LocMapper &m,
                   DiagnosticEngine &diags) {
-  unsigned depth = 0, prefixRun = 0, binaryRun = 0;
-  antlr4::Token *prev = nullptr;
+  constexpr unsigned kMaxOperators = 16 * kMaxNestingDepth;
+  unsigned depth = 0, prefixRun = 0, operators = 0;
+  bool afterOperand = false; // previous token ends an operand
   for (antlr4::Token *t : tokens.getTokens()) {
     const std::string text = t->getText();
+    size_t type = t->getType();
+    if (type == antlr4::Token::EOF)
+      break;
     bool open = text == "(" || text == "[" || text == "{";
     bool close = text == ")" || text == "]" || text == "}";
     if (open)
       ++depth;
     else if (close && depth > 0)
       --depth;
+    bool prefix = !afterOperand && (text == "-" || text == "!" || text == "not");
+    prefixRun = prefix ? prefixRun + 1 : 0;
     bool isOperator = text == "+" || text == "-" || text == "*" ||
                       text == "/" || text == "//" || text == "%" ||
                       text == "&&" || text == "||" || text == "==" ||
@@ -537,32 +544,26 @@ bool checkNesting(antlr4::CommonTokenStream &tokens, const LocMapper &m,
                       text == "<=" || text == ">=" || text == "?" ||
                       text == "and" || text == "or" || text == "." ||
                       text == "@" || text == "!" || text == "not";
-    // A prefix operator follows an operator, an opening bracket or '='.
-    bool prefixPosition =
-        !prev || prev->getText() == "(" || prev->getText() == "[" ||
-        prev->getText() == "," || prev->getText() == "=" ||
-        prev->getText() == ":";
-    if ((text == "-" || text == "!" || text == "not") &&
-        (prefixPosition || prefixRun > 0))
-      ++prefixRun;
-    else if (t->getType() != antlr4::Token::EOF)
-      prefixRun = 0;
     if (isOperator)
-      ++binaryRun;
+      ++operators;
     else if (text == ";" || text == "{" || text == "}" || text == "=")
-      binaryRun = 0;
-    if (depth > kMaxNestingDepth || prefixRun > kMaxNestingDepth ||
-        binaryRun > 16 * kMaxNestingDepth) {
-      diags.error(m.range(t),
-                  "expression or block nested too deeply (the limit is {} "
-                  "levels)",
-                  depth > kMaxNestingDepth ? kMaxNestingDepth
-                  : prefixRun > kMaxNestingDepth
-                      ? kMaxNestingDepth
-                      : 16 * kMaxNestingDepth);
+      operators = 0;
+    afterOperand = type == ArchParser::ID || type == ArchParser::INT ||
+                   type == ArchParser::FLOAT || type == ArchParser::STRING ||
+                   type == ArchParser::TRUE || type == ArchParser::FALSE ||
+                   type == ArchParser::NONE || text == ")" || text == "]";
+    std::string problem;
+    if (depth > kMaxNestingDepth || prefixRun > kMaxNestingDepth)
+      problem = fmt::format("expression or block nested too deeply (the "
+                            "limit is {} levels)",
+                            kMaxNestingDepth);
+    else if (operators > kMaxOperators)
+      problem = fmt::format("expression too long (more than {} operators)",
+                            kMaxOperators);
+    if (!problem.empty()) {
+      diags.error(m.range(t), "{}", problem);
       return false;
     }
-    prev = t;
   }
   return true;
 }

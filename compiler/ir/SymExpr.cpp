@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 namespace archc::ir {
 
@@ -38,10 +39,24 @@ std::optional<int64_t> SymExpr::getConstant() const {
   return std::nullopt;
 }
 
+static int64_t checkedAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    throw std::overflow_error("integer overflow in a symbolic dimension");
+  return r;
+}
+
+static int64_t checkedMul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw std::overflow_error("integer overflow in a symbolic dimension");
+  return r;
+}
+
 SymExpr SymExpr::operator+(const SymExpr &o) const {
   SymExpr r = *this;
   for (auto &[m, c] : o.terms)
-    r.terms[m] += c;
+    r.terms[m] = checkedAdd(r.terms[m], c);
   r.normalize();
   return r;
 }
@@ -68,7 +83,8 @@ SymExpr SymExpr::operator*(const SymExpr &o) const {
   SymExpr r;
   for (auto &[ma, ca] : terms)
     for (auto &[mb, cb] : o.terms)
-      r.terms[multiply(ma, mb)] += ca * cb;
+      r.terms[multiply(ma, mb)] =
+          checkedAdd(r.terms[multiply(ma, mb)], checkedMul(ca, cb));
   r.normalize();
   return r;
 }
@@ -110,9 +126,9 @@ SymExpr::evaluate(const std::map<std::string, int64_t> &env) const {
       if (it == env.end())
         return std::nullopt;
       for (unsigned k = 0; k < p; ++k)
-        v *= it->second;
+        v = checkedMul(v, it->second);
     }
-    total += v;
+    total = checkedAdd(total, v);
   }
   return total;
 }

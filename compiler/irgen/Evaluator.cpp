@@ -295,6 +295,20 @@ EvalValue Evaluator::declareParam(const std::string &name,
     }
     dims.push_back(d.getInt());
   }
+  // No real checkpoint tensor comes near 2^48 elements; larger products
+  // come from a wrong config and would overflow size arithmetic later.
+  constexpr int64_t kMaxElements = int64_t(1) << 48;
+  int64_t elements = 1;
+  for (const ir::SymExpr &d : dims) {
+    int64_t v = *d.getConstant();
+    if (__builtin_mul_overflow(elements, v, &elements) ||
+        elements > kMaxElements) {
+      error(range, fmt::format("weight '{}' would have more than 2^48 "
+                               "elements; check the config's sizes",
+                               pattern));
+      return EvalValue::poison();
+    }
+  }
   bool hasLayer = pattern.find("{i}") != std::string::npos;
   bool hasExpert = pattern.find("{e}") != std::string::npos;
   if (hasLayer && !layer) {
