@@ -4,7 +4,7 @@
 // a statement starts with a keyword or with `name =`, and expressions never
 // juxtapose, so a newline can end a statement without being a token.
 // `for i in 0 .. n @ "scope" { ... }` parses the scope as part of the upper
-// bound (a ScopeExpr); the AST builder moves it onto the loop.
+// bound (a scope postfix); the AST builder moves it onto the loop.
 grammar Arch;
 
 file : item* EOF ;
@@ -65,20 +65,34 @@ stmt
 
 ifChain : IF cond=expr then=block (ELSE (elseIf=ifChain | otherwise=block))? ;
 
-expr
-  : primary                                                        # PrimaryExpr
-  | expr '.' member=ID                                             # MemberExpr
-  | expr '(' argList? ')'                                          # CallExpr
-  | expr '[' index=expr ']'                                        # IndexExpr
-  | expr '@' scope=STRING                                          # ScopeExpr
-  | <assoc=right> op=('-' | '!' | NOT) expr                        # UnaryExpr
-  | lhs=expr op=('*' | '/' | '//' | '%') rhs=expr                  # MulExpr
-  | lhs=expr op=('+' | '-') rhs=expr                               # AddExpr
-  | lhs=expr op=('<' | '<=' | '>' | '>=' | '==' | '!=') rhs=expr   # CompareExpr
-  | lhs=expr NOT? IN rhs=expr                                      # InExpr
-  | lhs=expr op=('&&' | AND) rhs=expr                              # AndExpr
-  | lhs=expr op=('||' | OR) rhs=expr                               # OrExpr
-  | <assoc=right> cond=expr '?' then=expr ':' otherwise=expr       # CondExpr
+// Expressions. Binary operators form one flat chain; the AST builder
+// applies precedence and associativity (docs/language.md has the table), so
+// a leaf expression enters 4 rules instead of one per precedence level.
+expr : chain ('?' then=expr ':' otherwise=expr)? ;
+
+chain : unary (binaryOp unary)* ;
+
+binaryOp
+  : '*' | '/' | '//' | '%'
+  | '+' | '-'
+  | '<' | '<=' | '>' | '>=' | '==' | '!='
+  | NOT? IN
+  | ANDOP | AND
+  | OROP | OR
+  ;
+
+unary
+  : op=('-' | '!' | NOT) unary   # PrefixUnary
+  | postfix                      # PostfixUnary
+  ;
+
+postfix : primary postfixOp* ;
+
+postfixOp
+  : '.' member=ID                # MemberOp
+  | '(' argList? ')'             # CallOp
+  | '[' index=expr ']'           # IndexOp
+  | '@' scope=STRING             # ScopeOp
   ;
 
 primary
@@ -120,6 +134,8 @@ NONE    : 'none' ;
 AND     : 'and' ;
 OR      : 'or' ;
 NOT     : 'not' ;
+OROP    : '||' ;
+ANDOP   : '&&' ;
 
 ID     : [a-zA-Z_] [a-zA-Z0-9_]* ;
 FLOAT  : [0-9]+ '.' [0-9]+ EXPONENT? | [0-9]+ EXPONENT ;

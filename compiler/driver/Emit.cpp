@@ -6,7 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "driver/Emit.h"
 
-#include "emit/OnnxEmitter.h"
+#include "analysis/ProfileReport.h"
+#include "driver/OnnxLoader.h"
 #include "ir/Printer.h"
 #include "support/AtomicFile.h"
 
@@ -28,6 +29,22 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
   case EmitTarget::Weights:
     ir::printWeightList(*c.module, text);
     break;
+  case EmitTarget::Profile: {
+    ProfileRequest req;
+    req.batches = opts.batch;
+    req.seqs = opts.seq;
+    req.pasts = opts.past;
+    req.devices = opts.devices;
+    req.runtime = opts.runtime;
+    req.format = opts.format;
+    req.perOp = opts.perOp;
+    req.profileDir = opts.profileDir;
+    nlohmann::ordered_json profile;
+    if (!computeProfile(*c.module, req, c.sourceMgr, diags, profile))
+      return false;
+    renderProfile(profile, opts.format, opts.perOp, text);
+    break;
+  }
   case EmitTarget::Onnx:
   case EmitTarget::OnnxText: {
     OnnxEmitOptions o;
@@ -46,8 +63,8 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
       return false;
     }
     if (!o.text)
-      return emitOnnx(*c.module, o, diags, out);
-    if (!emitOnnx(*c.module, o, diags, text))
+      return runOnnxBackend(*c.module, o, diags, out);
+    if (!runOnnxBackend(*c.module, o, diags, text))
       return false;
     break;
   }

@@ -20,8 +20,9 @@ namespace archc {
 
 /// An attribute for GraphBuilder::node.
 struct OnnxAttr {
+  enum Kind { Int, Float, Ints, String, Floats };
   std::string name;
-  enum Kind { Int, Float, Ints, String, Floats } kind;
+  Kind kind = Int;
   int64_t i = 0;
   float f = 0;
   std::vector<int64_t> ints;
@@ -29,22 +30,30 @@ struct OnnxAttr {
   std::string s;
 
   static OnnxAttr integer(std::string n, int64_t v) {
-    OnnxAttr a{std::move(n), Int};
+    OnnxAttr a;
+    a.name = std::move(n);
+    a.kind = Int;
     a.i = v;
     return a;
   }
   static OnnxAttr real(std::string n, float v) {
-    OnnxAttr a{std::move(n), Float};
+    OnnxAttr a;
+    a.name = std::move(n);
+    a.kind = Float;
     a.f = v;
     return a;
   }
   static OnnxAttr list(std::string n, std::vector<int64_t> v) {
-    OnnxAttr a{std::move(n), Ints};
+    OnnxAttr a;
+    a.name = std::move(n);
+    a.kind = Ints;
     a.ints = std::move(v);
     return a;
   }
   static OnnxAttr str(std::string n, std::string v) {
-    OnnxAttr a{std::move(n), String};
+    OnnxAttr a;
+    a.name = std::move(n);
+    a.kind = String;
     a.s = std::move(v);
     return a;
   }

@@ -14,6 +14,7 @@
 #include "antlr4-runtime.h"
 
 #include <cerrno>
+#include <map>
 #include <cmath>
 #include <cstdlib>
 
@@ -29,7 +30,23 @@ public:
   LocMapper(uint32_t fileId, const SourceMgr &sm) : fileId(fileId), sm(sm) {}
 
   SourceLoc loc(size_t line, size_t charCol) const {
+    // Lines are checked once for non-ASCII bytes; on ASCII lines characters
+    // are bytes.
+    if (line < asciiLine.size() && asciiLine[line] == 1)
+      return {fileId, static_cast<uint32_t>(line),
+              static_cast<uint32_t>(charCol + 1)};
     std::string_view text = sm.getLine(fileId, static_cast<uint32_t>(line));
+    if (line >= asciiLine.size())
+      asciiLine.resize(line + 1, 0);
+    if (asciiLine[line] == 0) {
+      bool ascii = true;
+      for (char ch : text)
+        ascii &= static_cast<unsigned char>(ch) < 0x80;
+      asciiLine[line] = ascii ? 1 : 2;
+      if (ascii)
+        return {fileId, static_cast<uint32_t>(line),
+                static_cast<uint32_t>(charCol + 1)};
+    }
     size_t byte = 0, chars = 0;
     while (byte < text.size() && chars < charCol) {
       unsigned char c = static_cast<unsigned char>(text[byte]);
@@ -72,6 +89,7 @@ public:
 private:
   uint32_t fileId;
   const SourceMgr &sm;
+  mutable std::vector<uint8_t> asciiLine; ///< 0 unknown, 1 ASCII, 2 not
 };
 
 /// Forwards lexer and parser syntax errors to the DiagnosticEngine.
@@ -101,6 +119,223 @@ public:
 private:
   const LocMapper &mapper;
   DiagnosticEngine &diags;
+};
+
+/// A hand-written lexer for the token types of Arch.g4, used instead of the
+/// generated ArchLexer because ANTLR's C++ lexer simulator costs ~1000
+/// instructions per character. It produces exactly the generated lexer's
+/// tokens (the unit tests compare both on every bundled file); keyword and
+/// punctuation types come from the generated vocabulary, so grammar edits
+/// carry over.
+class ArchTokenSource : public antlr4::TokenSource {
+public:
+  ArchTokenSource(std::string_view text, const LocMapper &m,
+                  DiagnosticEngine *diags,
+                  const antlr4::dfa::Vocabulary &vocabulary)
+      : text(text), mapper(m), diags(diags) {
+    static const Tables tables = buildTables(vocabulary);
+    tab = &tables;
+  }
+
+  std::unique_ptr<antlr4::Token> nextToken() override {
+    while (true) {
+      skipTrivia();
+      if (pos >= text.size()) {
+        auto t = make(antlr4::Token::EOF, pos, pos, "<EOF>");
+        return t;
+      }
+      size_t start = pos, startLine = line, startCol = col;
+      char c = text[pos];
+      if (isIdentStart(c)) {
+        while (pos < text.size() && isIdentPart(text[pos]))
+          advance();
+        std::string word(text.substr(start, pos - start));
+        auto kw = tab->literals.find(word);
+        size_t type = kw != tab->literals.end()
+                          ? kw->second
+                          : static_cast<size_t>(ArchParser::ID);
+        return make(type, start, pos, word, startLine, startCol);
+      }
+      if (isDigit(c))
+        return number(start, startLine, startCol);
+      if (c == '"')
+        return string(start, startLine, startCol);
+      // Longest punctuation match.
+      size_t best = 0, bestType = 0;
+      for (const auto &[p, type] : tab->punctuation)
+        if (p.size() > best && text.compare(pos, p.size(), p) == 0) {
+          best = p.size();
+          bestType = type;
+        }
+      if (best) {
+        for (size_t k = 0; k < best; ++k)
+          advance();
+        return make(bestType, start, pos, std::string(text.substr(start, best)),
+                    startLine, startCol);
+      }
+      // Not a token: report like ANTLR and skip the character.
+      size_t len = utf8Length(static_cast<unsigned char>(c));
+      std::string bad(text.substr(pos, len));
+      if (diags)
+        diags->error(SourceRange(mapper.loc(startLine, startCol),
+                                 mapper.loc(startLine, startCol + 1)),
+                     "token recognition error at: '{}'", bad);
+      ++errors;
+      advance();
+    }
+  }
+
+  size_t getLine() const override { return line; }
+  size_t getCharPositionInLine() override { return col; }
+  antlr4::CharStream *getInputStream() override { return nullptr; }
+  std::string getSourceName() override { return "arch"; }
+  antlr4::TokenFactory<antlr4::CommonToken> *getTokenFactory() override {
+    return antlr4::CommonTokenFactory::DEFAULT.get();
+  }
+
+  unsigned errors = 0;
+
+private:
+  struct Tables {
+    std::map<std::string, size_t> literals; ///< keywords
+    std::vector<std::pair<std::string, size_t>> punctuation;
+  };
+  static Tables buildTables(const antlr4::dfa::Vocabulary &v) {
+    Tables t;
+    for (size_t i = 1; i <= v.getMaxTokenType(); ++i) {
+      std::string lit = v.getLiteralName(i);
+      if (lit.size() < 3 || lit.front() != '\'' || lit.back() != '\'')
+        continue;
+      std::string body = lit.substr(1, lit.size() - 2);
+      if (isIdentStart(body[0]))
+        t.literals[body] = i;
+      else
+        t.punctuation.emplace_back(body, i);
+    }
+    return t;
+  }
+
+  static bool isIdentStart(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  }
+  static bool isIdentPart(char c) { return isIdentStart(c) || isDigit(c); }
+  static bool isDigit(char c) { return c >= '0' && c <= '9'; }
+  static size_t utf8Length(unsigned char c) {
+    return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+  }
+
+  /// Moves past one character (a whole UTF-8 sequence).
+  void advance() {
+    unsigned char c = static_cast<unsigned char>(text[pos]);
+    pos += std::min(utf8Length(c), text.size() - pos);
+    ++charIndex;
+    if (c == '\n') {
+      ++line;
+      col = 0;
+    } else {
+      ++col;
+    }
+  }
+
+  void skipTrivia() {
+    while (pos < text.size()) {
+      char c = text[pos];
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f') {
+        advance();
+      } else if (c == '/' && pos + 1 < text.size() && text[pos + 1] == '/') {
+        while (pos < text.size() && text[pos] != '\n' && text[pos] != '\r')
+          advance();
+      } else if (c == '/' && pos + 1 < text.size() && text[pos + 1] == '*') {
+        size_t end = text.find("*/", pos + 2);
+        if (end == std::string_view::npos)
+          return; // lexed as '/' '*' like ANTLR; the parser reports it
+        while (pos < end + 2)
+          advance();
+      } else {
+        return;
+      }
+    }
+  }
+
+  std::unique_ptr<antlr4::Token> number(size_t start, size_t l, size_t c) {
+    auto digits = [&]() {
+      while (pos < text.size() && isDigit(text[pos]))
+        advance();
+    };
+    auto exponentAt = [&](size_t p) {
+      if (p >= text.size() || (text[p] != 'e' && text[p] != 'E'))
+        return size_t(0);
+      size_t q = p + 1;
+      if (q < text.size() && (text[q] == '+' || text[q] == '-'))
+        ++q;
+      return q < text.size() && isDigit(text[q]) ? q - p : size_t(0);
+    };
+    digits();
+    bool isFloat = false;
+    if (pos + 1 < text.size() && text[pos] == '.' && isDigit(text[pos + 1])) {
+      advance();
+      digits();
+      isFloat = true;
+    }
+    if (size_t e = exponentAt(pos)) {
+      for (size_t k = 0; k < e; ++k)
+        advance();
+      digits();
+      isFloat = true;
+    }
+    return make(static_cast<size_t>(isFloat ? ArchParser::FLOAT
+                                            : ArchParser::INT),
+                start, pos,
+                std::string(text.substr(start, pos - start)), l, c);
+  }
+
+  std::unique_ptr<antlr4::Token> string(size_t start, size_t l, size_t c) {
+    advance(); // opening quote
+    while (pos < text.size()) {
+      char ch = text[pos];
+      if (ch == '"') {
+        advance();
+        return make(ArchParser::STRING, start, pos,
+                    std::string(text.substr(start, pos - start)), l, c);
+      }
+      if (ch == '\n' || ch == '\r')
+        break;
+      if (ch == '\\') {
+        advance();
+        if (pos >= text.size() || text[pos] == '\n' || text[pos] == '\r')
+          break;
+      }
+      advance();
+    }
+    if (diags)
+      diags->error(SourceRange(mapper.loc(l, c), mapper.loc(l, c + 1)),
+                   "unterminated string literal");
+    ++errors;
+    return nextToken();
+  }
+
+  std::unique_ptr<antlr4::Token> make(size_t type, size_t, size_t,
+                                      std::string tokenText, size_t l = 0,
+                                      size_t c = 0) {
+    auto t = std::make_unique<antlr4::CommonToken>(
+        std::pair<antlr4::TokenSource *, antlr4::CharStream *>(this, nullptr),
+        type, antlr4::Token::DEFAULT_CHANNEL, charIndex, charIndex);
+    t->setText(tokenText);
+    if (type == antlr4::Token::EOF) {
+      l = line;
+      c = col;
+    }
+    t->setLine(l);
+    t->setCharPositionInLine(c);
+    t->setTokenIndex(tokenCount++);
+    return t;
+  }
+
+  std::string_view text;
+  const LocMapper &mapper;
+  DiagnosticEngine *diags;
+  const Tables *tab = nullptr;
+  size_t pos = 0, line = 1, col = 0, charIndex = 0, tokenCount = 0;
 };
 
 /// Returns the byte offset of the first invalid UTF-8 sequence, or npos.
@@ -304,31 +539,25 @@ private:
     return stmts;
   }
 
+  /// The token of a terminal child.
+  static antlr4::Token *tokenAt(antlr4::ParserRuleContext *ctx, size_t i) {
+    return static_cast<antlr4::tree::TerminalNode *>(ctx->children[i])
+        ->getSymbol();
+  }
+
+  // Labeled alternatives are told apart by their first tokens (cheaper than
+  // RTTI on every node).
   ast::StmtPtr buildStmt(ArchParser::StmtContext *ctx) {
     SourceRange r = m.range(ctx);
-    if (auto *a = dynamic_cast<ArchParser::AssignStmtContext *>(ctx)) {
-      std::vector<ast::Target> targets;
-      for (auto *id : a->ID())
-        targets.push_back({id->getText(), m.range(id->getSymbol())});
-      return std::make_unique<ast::AssignStmt>(r, std::move(targets),
-                                               buildExpr(a->value));
-    }
-    if (auto *a = dynamic_cast<ArchParser::AugAssignStmtContext *>(ctx)) {
-      std::string op = a->op->getText();
-      ast::BinaryOp bop = op == "+="   ? ast::BinaryOp::Add
-                          : op == "-=" ? ast::BinaryOp::Sub
-                                       : ast::BinaryOp::Mul;
-      return std::make_unique<ast::AugAssignStmt>(
-          r, ast::Target{a->target->getText(), m.range(a->target)}, bop,
-          buildExpr(a->value));
-    }
-    if (auto *f = dynamic_cast<ArchParser::ForStmtContext *>(ctx)) {
+    switch (ctx->getStart()->getType()) {
+    case ArchParser::FOR: {
+      auto *f = static_cast<ArchParser::ForStmtContext *>(ctx);
       auto stmt = std::make_unique<ast::ForStmt>(r);
       stmt->var = {f->var->getText(), m.range(f->var)};
       stmt->lo = buildExpr(f->lo);
       stmt->hi = buildExpr(f->hi);
       // `for i in a .. b @ "scope"` parses the scope into the bound.
-      if (auto *scoped = dynamic_cast<ast::ScopeExpr *>(stmt->hi.get())) {
+      if (auto *scoped = dyn_cast<ast::ScopeExpr>(stmt->hi.get())) {
         stmt->scope = scoped->scope;
         stmt->scopeRange = scoped->scopeRange;
         stmt->hi = std::move(scoped->inner);
@@ -336,24 +565,49 @@ private:
       stmt->body = buildBlock(f->body);
       return stmt;
     }
-    if (auto *i = dynamic_cast<ArchParser::IfStmtContext *>(ctx))
-      return buildIf(i->ifChain());
-    if (auto *ret = dynamic_cast<ArchParser::ReturnStmtContext *>(ctx)) {
+    case ArchParser::IF:
+      return buildIf(static_cast<ArchParser::IfStmtContext *>(ctx)->ifChain());
+    case ArchParser::RETURN: {
       std::vector<ast::ExprPtr> values;
-      for (auto *e : ret->expr())
+      for (auto *e : static_cast<ArchParser::ReturnStmtContext *>(ctx)->expr())
         values.push_back(buildExpr(e));
       return std::make_unique<ast::ReturnStmt>(r, std::move(values));
     }
-    if (auto *e = dynamic_cast<ArchParser::ErrorStmtContext *>(ctx))
-      return std::make_unique<ast::ErrorStmt>(r,
-                                              unescape(e->message->getText()));
-    if (auto *c = dynamic_cast<ArchParser::CheckStmtContext *>(ctx)) {
+    case ArchParser::ERROR:
+      return std::make_unique<ast::ErrorStmt>(
+          r, unescape(static_cast<ArchParser::ErrorStmtContext *>(ctx)
+                          ->message->getText()));
+    case ArchParser::CHECK: {
+      auto *c = static_cast<ArchParser::CheckStmtContext *>(ctx);
       std::optional<std::string> msg;
       if (c->message)
         msg = unescape(c->message->getText());
       return std::make_unique<ast::CheckStmt>(r, buildExpr(c->cond), msg);
     }
-    return nullptr;
+    default:
+      break;
+    }
+    std::string second = tokenAt(ctx, 1)->getText();
+    if (second == "+=" || second == "-=" || second == "*=") {
+      auto *a = static_cast<ArchParser::AugAssignStmtContext *>(ctx);
+      ast::BinaryOp bop = second == "+="   ? ast::BinaryOp::Add
+                          : second == "-=" ? ast::BinaryOp::Sub
+                                           : ast::BinaryOp::Mul;
+      return std::make_unique<ast::AugAssignStmt>(
+          r, ast::Target{a->target->getText(), m.range(a->target)}, bop,
+          buildExpr(a->value));
+    }
+    auto *a = static_cast<ArchParser::AssignStmtContext *>(ctx);
+    std::vector<ast::Target> targets;
+    for (auto *child : a->children) {
+      auto *term = dynamic_cast<antlr4::tree::TerminalNode *>(child);
+      if (!term)
+        break;
+      if (term->getSymbol()->getType() == ArchParser::ID)
+        targets.push_back({term->getText(), m.range(term->getSymbol())});
+    }
+    return std::make_unique<ast::AssignStmt>(r, std::move(targets),
+                                             buildExpr(a->value));
   }
 
   ast::StmtPtr buildIf(ArchParser::IfChainContext *ctx) {
@@ -400,80 +654,156 @@ private:
     return ast::BinaryOp::Or;
   }
 
-  ast::ExprPtr binary(ArchParser::ExprContext *ctx, antlr4::Token *op,
-                      ArchParser::ExprContext *l, ArchParser::ExprContext *r) {
-    return std::make_unique<ast::BinaryExpr>(m.range(ctx),
-                                             binaryOp(op->getText()),
-                                             buildExpr(l), buildExpr(r),
-                                             m.range(op));
-  }
-
   ast::ExprPtr buildExpr(ArchParser::ExprContext *ctx) {
     if (!ctx)
       return std::make_unique<ast::NoneExpr>(SourceRange());
-    SourceRange r = m.range(ctx);
-    if (auto *p = dynamic_cast<ArchParser::PrimaryExprContext *>(ctx))
-      return buildPrimary(p->primary());
-    if (auto *e = dynamic_cast<ArchParser::MemberExprContext *>(ctx))
-      return std::make_unique<ast::MemberExpr>(r, buildExpr(e->expr()),
-                                               e->member->getText(),
-                                               m.range(e->member));
-    if (auto *e = dynamic_cast<ArchParser::CallExprContext *>(ctx)) {
-      std::vector<ast::Arg> args;
-      if (auto *list = e->argList()) {
-        for (auto *a : list->arg()) {
-          ast::Arg arg;
-          if (a->name) {
-            arg.name = a->name->getText();
-            arg.nameRange = m.range(a->name);
-          }
-          arg.value = buildExpr(a->value);
-          args.push_back(std::move(arg));
-        }
+    ast::ExprPtr c =
+        buildChain(static_cast<ArchParser::ChainContext *>(ctx->children[0]));
+    if (!ctx->then)
+      return c;
+    return std::make_unique<ast::CondExpr>(m.range(ctx), std::move(c),
+                                           buildExpr(ctx->then),
+                                           buildExpr(ctx->otherwise));
+  }
+
+  /// Binding strength of a binary operator (higher binds tighter); all are
+  /// left-associative.
+  static int precedence(const std::string &op) {
+    if (op == "*" || op == "/" || op == "//" || op == "%")
+      return 7;
+    if (op == "+" || op == "-")
+      return 6;
+    if (op == "<" || op == "<=" || op == ">" || op == ">=" || op == "==" ||
+        op == "!=")
+      return 5;
+    if (op == "in" || op == "not in")
+      return 4;
+    if (op == "&&" || op == "and")
+      return 3;
+    return 2; // || or
+  }
+
+  struct ChainOp {
+    std::string text;
+    SourceRange range;
+  };
+
+  ast::ExprPtr buildChain(ArchParser::ChainContext *ctx) {
+    if (ctx->children.size() == 1)
+      return buildUnary(static_cast<ArchParser::UnaryContext *>(ctx->children[0]));
+    std::vector<ast::ExprPtr> operands;
+    std::vector<ChainOp> ops;
+    for (size_t i = 0; i < ctx->children.size(); ++i) {
+      auto *rule = static_cast<antlr4::ParserRuleContext *>(ctx->children[i]);
+      if (i % 2 == 0) {
+        operands.push_back(buildUnary(static_cast<ArchParser::UnaryContext *>(rule)));
+        continue;
       }
-      return std::make_unique<ast::CallExpr>(r, buildExpr(e->expr()),
-                                             std::move(args));
+      // binaryOp: one token, or `not in`.
+      std::string text = tokenAt(rule, 0)->getText();
+      if (rule->children.size() == 2)
+        text = "not in";
+      ops.push_back({text, m.range(rule)});
     }
-    if (auto *e = dynamic_cast<ArchParser::IndexExprContext *>(ctx))
-      return std::make_unique<ast::IndexExpr>(r, buildExpr(e->expr(0)),
-                                              buildExpr(e->index));
-    if (auto *e = dynamic_cast<ArchParser::ScopeExprContext *>(ctx))
-      return std::make_unique<ast::ScopeExpr>(r, buildExpr(e->expr()),
-                                              unescape(e->scope->getText()),
-                                              m.range(e->scope));
-    if (auto *e = dynamic_cast<ArchParser::UnaryExprContext *>(ctx)) {
-      ast::UnaryOp op =
-          e->op->getText() == "-" ? ast::UnaryOp::Neg : ast::UnaryOp::Not;
-      return std::make_unique<ast::UnaryExpr>(r, op, buildExpr(e->expr()));
+    return climbAll(operands, ops);
+  }
+
+  /// Shunting-yard style reduction keeping operand/operator order.
+  ast::ExprPtr climbAll(std::vector<ast::ExprPtr> &operands,
+                        const std::vector<ChainOp> &ops) {
+    std::vector<ast::ExprPtr> values;
+    std::vector<const ChainOp *> stack;
+    auto reduce = [&]() {
+      const ChainOp *op = stack.back();
+      stack.pop_back();
+      ast::ExprPtr rhs = std::move(values.back());
+      values.pop_back();
+      ast::ExprPtr lhs = std::move(values.back());
+      values.pop_back();
+      SourceRange r(lhs->getRange().begin, rhs->getRange().end);
+      if (op->text == "in" || op->text == "not in")
+        values.push_back(std::make_unique<ast::InExpr>(
+            r, std::move(lhs), std::move(rhs), op->text == "not in"));
+      else
+        values.push_back(std::make_unique<ast::BinaryExpr>(
+            r, binaryOp(op->text), std::move(lhs), std::move(rhs), op->range));
+    };
+    values.push_back(std::move(operands[0]));
+    for (size_t k = 0; k < ops.size(); ++k) {
+      int prec = precedence(ops[k].text);
+      while (!stack.empty() && precedence(stack.back()->text) >= prec)
+        reduce();
+      stack.push_back(&ops[k]);
+      values.push_back(std::move(operands[k + 1]));
     }
-    if (auto *e = dynamic_cast<ArchParser::MulExprContext *>(ctx))
-      return binary(ctx, e->op, e->lhs, e->rhs);
-    if (auto *e = dynamic_cast<ArchParser::AddExprContext *>(ctx))
-      return binary(ctx, e->op, e->lhs, e->rhs);
-    if (auto *e = dynamic_cast<ArchParser::CompareExprContext *>(ctx))
-      return binary(ctx, e->op, e->lhs, e->rhs);
-    if (auto *e = dynamic_cast<ArchParser::AndExprContext *>(ctx))
-      return binary(ctx, e->op, e->lhs, e->rhs);
-    if (auto *e = dynamic_cast<ArchParser::OrExprContext *>(ctx))
-      return binary(ctx, e->op, e->lhs, e->rhs);
-    if (auto *e = dynamic_cast<ArchParser::InExprContext *>(ctx))
-      return std::make_unique<ast::InExpr>(r, buildExpr(e->lhs),
-                                           buildExpr(e->rhs),
-                                           e->NOT() != nullptr);
-    if (auto *e = dynamic_cast<ArchParser::CondExprContext *>(ctx))
-      return std::make_unique<ast::CondExpr>(r, buildExpr(e->cond),
-                                             buildExpr(e->then),
-                                             buildExpr(e->otherwise));
-    return std::make_unique<ast::NoneExpr>(r);
+    while (!stack.empty())
+      reduce();
+    return std::move(values.back());
+  }
+
+  ast::ExprPtr buildUnary(ArchParser::UnaryContext *ctx) {
+    // PrefixUnary has two children (operator, operand); PostfixUnary one.
+    if (ctx->children.size() == 2) {
+      ast::UnaryOp op = tokenAt(ctx, 0)->getText() == "-" ? ast::UnaryOp::Neg
+                                                          : ast::UnaryOp::Not;
+      return std::make_unique<ast::UnaryExpr>(
+          m.range(ctx), op,
+          buildUnary(static_cast<ArchParser::UnaryContext *>(ctx->children[1])));
+    }
+    return buildPostfix(
+        static_cast<ArchParser::PostfixContext *>(ctx->children[0]));
+  }
+
+  ast::ExprPtr buildPostfix(ArchParser::PostfixContext *ctx) {
+    ast::ExprPtr e = buildPrimary(
+        static_cast<ArchParser::PrimaryContext *>(ctx->children[0]));
+    SourceLoc begin = m.begin(ctx->getStart());
+    for (size_t i = 1; i < ctx->children.size(); ++i) {
+      auto *op = static_cast<ArchParser::PostfixOpContext *>(ctx->children[i]);
+      SourceRange r(begin, m.range(op).end);
+      std::string lead = op->getStart()->getText();
+      if (lead == ".") {
+        auto *mem = static_cast<ArchParser::MemberOpContext *>(op);
+        e = std::make_unique<ast::MemberExpr>(r, std::move(e),
+                                              mem->member->getText(),
+                                              m.range(mem->member));
+      } else if (lead == "(") {
+        auto *call = static_cast<ArchParser::CallOpContext *>(op);
+        std::vector<ast::Arg> args;
+        if (auto *list = call->argList()) {
+          for (auto *a : list->arg()) {
+            ast::Arg arg;
+            if (a->name) {
+              arg.name = a->name->getText();
+              arg.nameRange = m.range(a->name);
+            }
+            arg.value = buildExpr(a->value);
+            args.push_back(std::move(arg));
+          }
+        }
+        e = std::make_unique<ast::CallExpr>(r, std::move(e), std::move(args));
+      } else if (lead == "[") {
+        auto *idx = static_cast<ArchParser::IndexOpContext *>(op);
+        e = std::make_unique<ast::IndexExpr>(r, std::move(e),
+                                             buildExpr(idx->index));
+      } else {
+        auto *sc = static_cast<ArchParser::ScopeOpContext *>(op);
+        e = std::make_unique<ast::ScopeExpr>(r, std::move(e),
+                                             unescape(sc->scope->getText()),
+                                             m.range(sc->scope));
+      }
+    }
+    return e;
   }
 
   ast::ExprPtr buildPrimary(ArchParser::PrimaryContext *ctx) {
     SourceRange r = m.range(ctx);
-    if (auto *p = dynamic_cast<ArchParser::IntLitContext *>(ctx)) {
-      const std::string text = p->INT()->getText();
+    antlr4::Token *start = ctx->getStart();
+    switch (start->getType()) {
+    case ArchParser::INT: {
+      const std::string text = start->getText();
       errno = 0;
-      char *end = nullptr;
-      long long v = std::strtoll(text.c_str(), &end, 10);
+      long long v = std::strtoll(text.c_str(), nullptr, 10);
       if (errno == ERANGE) {
         diags.error(r, "integer literal '{}' is too large (the limit is {})",
                     text.size() > 40 ? text.substr(0, 40) + "..." : text,
@@ -482,8 +812,8 @@ private:
       }
       return std::make_unique<ast::IntExpr>(r, v);
     }
-    if (auto *p = dynamic_cast<ArchParser::FloatLitContext *>(ctx)) {
-      const std::string text = p->FLOAT()->getText();
+    case ArchParser::FLOAT: {
+      const std::string text = start->getText();
       double v = std::strtod(text.c_str(), nullptr);
       if (!std::isfinite(v)) {
         diags.error(r, "floating-point literal '{}' is out of range",
@@ -492,27 +822,30 @@ private:
       }
       return std::make_unique<ast::FloatExpr>(r, v);
     }
-    if (auto *p = dynamic_cast<ArchParser::StringLitContext *>(ctx))
-      return std::make_unique<ast::StringExpr>(r,
-                                               unescape(p->STRING()->getText()));
-    if (auto *p = dynamic_cast<ArchParser::BoolLitContext *>(ctx))
-      return std::make_unique<ast::BoolExpr>(r, p->TRUE() != nullptr);
-    if (dynamic_cast<ArchParser::NoneLitContext *>(ctx))
+    case ArchParser::STRING:
+      return std::make_unique<ast::StringExpr>(r, unescape(start->getText()));
+    case ArchParser::TRUE:
+    case ArchParser::FALSE:
+      return std::make_unique<ast::BoolExpr>(r, start->getType() ==
+                                                    ArchParser::TRUE);
+    case ArchParser::NONE:
       return std::make_unique<ast::NoneExpr>(r);
-    if (auto *p = dynamic_cast<ArchParser::NameRefContext *>(ctx))
-      return std::make_unique<ast::NameExpr>(r, p->ID()->getText());
-    if (auto *p = dynamic_cast<ArchParser::ParenExprContext *>(ctx))
-      return buildExpr(p->expr());
-    if (auto *p = dynamic_cast<ArchParser::ListLitContext *>(ctx)) {
-      std::vector<ast::ExprPtr> elems;
-      for (auto *e : p->expr())
-        elems.push_back(buildExpr(e));
-      return std::make_unique<ast::ListExpr>(r, std::move(elems));
-    }
-    if (auto *p = dynamic_cast<ArchParser::FnLitContext *>(ctx))
+    case ArchParser::ID:
+      return std::make_unique<ast::NameExpr>(r, start->getText());
+    case ArchParser::FN: {
+      auto *p = static_cast<ArchParser::FnLitContext *>(ctx);
       return std::make_unique<ast::FnExpr>(r, buildParams(p->paramList()),
                                            buildBlock(p->body));
-    return std::make_unique<ast::NoneExpr>(r);
+    }
+    default:
+      break;
+    }
+    if (start->getText() == "(")
+      return buildExpr(static_cast<ArchParser::ParenExprContext *>(ctx)->expr());
+    std::vector<ast::ExprPtr> elems;
+    for (auto *e : static_cast<ArchParser::ListLitContext *>(ctx)->expr())
+      elems.push_back(buildExpr(e));
+    return std::make_unique<ast::ListExpr>(r, std::move(elems));
   }
 };
 
@@ -570,6 +903,23 @@ bool checkNesting(antlr4::CommonTokenStream &tokens, const LocMapper &m,
 
 } // namespace
 
+std::vector<LexedToken> lexArch(const std::string &text) {
+  SourceMgr sm;
+  uint32_t id = sm.addBuffer("lex.arch", text);
+  LocMapper mapper(id, sm);
+  antlr4::CommonTokenStream tokens(nullptr);
+  ArchParser parser(&tokens);
+  ArchTokenSource lexer(text, mapper, nullptr, parser.getVocabulary());
+  std::vector<LexedToken> out;
+  while (true) {
+    auto t = lexer.nextToken();
+    out.push_back({t->getType(), t->getText(), t->getLine(),
+                   t->getCharPositionInLine()});
+    if (t->getType() == antlr4::Token::EOF)
+      return out;
+  }
+}
+
 std::unique_ptr<ast::File> parseArchFile(uint32_t fileId, const SourceMgr &sm,
                                          DiagnosticEngine &diags) {
   std::string_view text = sm.getText(fileId);
@@ -584,20 +934,40 @@ std::unique_ptr<ast::File> parseArchFile(uint32_t fileId, const SourceMgr &sm,
   LocMapper mapper(fileId, sm);
   SyntaxErrorListener listener(mapper, diags);
   try {
-    antlr4::ANTLRInputStream input(text.data(), text.size());
-    ArchLexer lexer(&input);
-    lexer.removeErrorListeners();
-    lexer.addErrorListener(&listener);
-    antlr4::CommonTokenStream tokens(&lexer);
+    // The parser is created first: its vocabulary gives the lexer the
+    // keyword and punctuation token types.
+    antlr4::CommonTokenStream tokens(nullptr);
+    ArchParser parser(&tokens);
+    ArchTokenSource lexer(text, mapper, &diags, parser.getVocabulary());
+    tokens.setTokenSource(&lexer);
     tokens.fill();
-    if (listener.count)
+    if (lexer.errors)
       return nullptr;
     if (!checkNesting(tokens, mapper, diags))
       return nullptr;
-    ArchParser parser(&tokens);
+    // Two-stage parse: the fast SLL prediction mode with a bail-out error
+    // strategy handles every valid file; only when it fails is the input
+    // re-parsed in full LL mode with normal error reporting.
+    parser.setTokenStream(&tokens);
     parser.removeErrorListeners();
-    parser.addErrorListener(&listener);
-    ArchParser::FileContext *tree = parser.file();
+    parser.getInterpreter<antlr4::atn::ParserATNSimulator>()->setPredictionMode(
+        antlr4::atn::PredictionMode::SLL);
+    parser.setErrorHandler(std::make_shared<antlr4::BailErrorStrategy>());
+    ArchParser::FileContext *tree = nullptr;
+    try {
+      tree = parser.file();
+    } catch (const antlr4::ParseCancellationException &) {
+      tree = nullptr;
+    }
+    if (!tree) {
+      tokens.seek(0);
+      parser.reset();
+      parser.addErrorListener(&listener);
+      parser.setErrorHandler(std::make_shared<antlr4::DefaultErrorStrategy>());
+      parser.getInterpreter<antlr4::atn::ParserATNSimulator>()
+          ->setPredictionMode(antlr4::atn::PredictionMode::LL);
+      tree = parser.file();
+    }
     if (listener.count)
       return nullptr;
     unsigned before = diags.getNumErrors();

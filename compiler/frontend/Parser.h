@@ -20,6 +20,20 @@ namespace archc {
 std::unique_ptr<ast::File> parseArchFile(uint32_t fileId, const SourceMgr &sm,
                                          DiagnosticEngine &diags);
 
+/// A token as the parser sees it (for tests and tools).
+struct LexedToken {
+  size_t type;
+  std::string text;
+  size_t line, column;
+};
+
+/// Runs archc's lexer over `text` (through EOF).
+std::vector<LexedToken> lexArch(const std::string &text);
+
+/// Lexes `text` with the lexer ANTLR generates from Arch.g4 (test support,
+/// in LexerCheck.cpp so the generated lexer stays out of archc itself).
+std::vector<LexedToken> lexArchWithGeneratedLexer(const std::string &text);
+
 /// Limits that protect the parser from pathological input (deeply nested
 /// brackets or operator chains would otherwise exhaust the stack).
 constexpr unsigned kMaxNestingDepth = 256;

@@ -19,15 +19,8 @@ public:
   Verifier(const Module &m, DiagnosticEngine &d) : m(m), diags(d) {}
 
   bool run() {
-    // Params name a declared pattern, or (after expand-repeat) one of its
-    // per-layer instances.
-    std::set<std::string> weights;
-    for (const WeightDecl &w : m.weights) {
-      weights.insert(w.pattern);
-      for (int64_t l : w.layers)
-        weights.insert(instantiatePattern(w.pattern, l, -1));
-    }
-    weightNames = std::move(weights);
+    for (const WeightDecl &w : m.weights)
+      weightNames.insert(w.pattern);
     const Op *term = m.graph.body.getTerminator();
     if (!term || term->getKind() != OpKind::Return) {
       diags.error(SourceRange(), "internal: graph body must end with return");
@@ -45,6 +38,19 @@ private:
   const Module &m;
   DiagnosticEngine &diags;
   std::set<std::string> weightNames;
+  std::set<std::string> instances; ///< built on first need
+
+  /// Params name a declared pattern, or (after expand-repeat) one of its
+  /// per-layer instances.
+  bool isDeclared(const std::string &name) {
+    if (weightNames.count(name))
+      return true;
+    if (instances.empty())
+      for (const WeightDecl &w : m.weights)
+        for (int64_t l : w.layers)
+          instances.insert(instantiatePattern(w.pattern, l, -1));
+    return instances.count(name) != 0;
+  }
 
   bool defined(const Value *v,
                const std::vector<std::set<const Value *>> &scopes) {
@@ -76,8 +82,7 @@ private:
         reportOpError(diags, op, "terminator in the middle of a block");
         ok = false;
       }
-      if (op.getKind() == OpKind::Param &&
-          !weightNames.count(op.getString("name"))) {
+      if (op.getKind() == OpKind::Param && !isDeclared(op.getString("name"))) {
         reportOpError(diags, op,
                       fmt::format("weight '{}' has no declaration",
                                   op.getString("name")));

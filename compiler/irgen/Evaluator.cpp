@@ -44,6 +44,106 @@ void collectAssigned(const std::vector<ast::StmtPtr> &body,
     }
   }
 }
+bool exprUses(const ast::Expr &e, const std::string &name);
+
+bool stmtsUse(const std::vector<ast::StmtPtr> &body, const std::string &name) {
+  for (const auto &s : body) {
+    switch (s->getKind()) {
+    case ast::Stmt::Kind::Assign: {
+      auto *a = cast<ast::AssignStmt>(s.get());
+      for (auto &t : a->targets)
+        if (t.name == name)
+          return true;
+      if (exprUses(*a->value, name))
+        return true;
+      break;
+    }
+    case ast::Stmt::Kind::AugAssign: {
+      auto *a = cast<ast::AugAssignStmt>(s.get());
+      if (a->target.name == name || exprUses(*a->value, name))
+        return true;
+      break;
+    }
+    case ast::Stmt::Kind::For: {
+      auto *f = cast<ast::ForStmt>(s.get());
+      if (exprUses(*f->lo, name) || exprUses(*f->hi, name) ||
+          stmtsUse(f->body, name))
+        return true;
+      break;
+    }
+    case ast::Stmt::Kind::If: {
+      auto *i = cast<ast::IfStmt>(s.get());
+      if (exprUses(*i->cond, name) || stmtsUse(i->then, name) ||
+          stmtsUse(i->otherwise, name))
+        return true;
+      break;
+    }
+    case ast::Stmt::Kind::Return:
+      for (auto &v : cast<ast::ReturnStmt>(s.get())->values)
+        if (exprUses(*v, name))
+          return true;
+      break;
+    case ast::Stmt::Kind::Check:
+      if (exprUses(*cast<ast::CheckStmt>(s.get())->cond, name))
+        return true;
+      break;
+    case ast::Stmt::Kind::Error:
+      break;
+    }
+  }
+  return false;
+}
+
+/// Whether `name` is read by value anywhere in `e` (scope strings keep
+/// their placeholders symbolic, so they do not count).
+bool exprUses(const ast::Expr &e, const std::string &name) {
+  switch (e.getKind()) {
+  case ast::Expr::Kind::Name:
+    return cast<ast::NameExpr>(&e)->name == name;
+  case ast::Expr::Kind::List:
+    for (auto &x : cast<ast::ListExpr>(&e)->elems)
+      if (exprUses(*x, name))
+        return true;
+    return false;
+  case ast::Expr::Kind::Member:
+    return exprUses(*cast<ast::MemberExpr>(&e)->base, name);
+  case ast::Expr::Kind::Call: {
+    auto *c = cast<ast::CallExpr>(&e);
+    if (exprUses(*c->callee, name))
+      return true;
+    for (auto &a : c->args)
+      if (exprUses(*a.value, name))
+        return true;
+    return false;
+  }
+  case ast::Expr::Kind::Index:
+    return exprUses(*cast<ast::IndexExpr>(&e)->base, name) ||
+           exprUses(*cast<ast::IndexExpr>(&e)->index, name);
+  case ast::Expr::Kind::Scope:
+    return exprUses(*cast<ast::ScopeExpr>(&e)->inner, name);
+  case ast::Expr::Kind::Unary:
+    return exprUses(*cast<ast::UnaryExpr>(&e)->operand, name);
+  case ast::Expr::Kind::Binary:
+    return exprUses(*cast<ast::BinaryExpr>(&e)->lhs, name) ||
+           exprUses(*cast<ast::BinaryExpr>(&e)->rhs, name);
+  case ast::Expr::Kind::In:
+    return exprUses(*cast<ast::InExpr>(&e)->lhs, name) ||
+           exprUses(*cast<ast::InExpr>(&e)->rhs, name);
+  case ast::Expr::Kind::Cond:
+    return exprUses(*cast<ast::CondExpr>(&e)->cond, name) ||
+           exprUses(*cast<ast::CondExpr>(&e)->then, name) ||
+           exprUses(*cast<ast::CondExpr>(&e)->otherwise, name);
+  case ast::Expr::Kind::Fn: {
+    auto *f = cast<ast::FnExpr>(&e);
+    for (auto &p : f->params)
+      if (p.defaultValue && exprUses(*p.defaultValue, name))
+        return true;
+    return stmtsUse(f->body, name);
+  }
+  default:
+    return false;
+  }
+}
 } // namespace
 
 Evaluator::Evaluator(const Program &program, DiagnosticEngine &diags,
@@ -576,7 +676,14 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
   std::vector<Kind> kinds;
   ir::Block *savedBlock = block;
   Flow result = Flow::Normal;
+  // A body that never reads the loop variable (only names weights with
+  // {i}) is the same for every layer: evaluate it once.
+  bool uniform = !stmtsUse(s.body, s.var.name);
   for (int64_t l = begin; l < end; ++l) {
+    std::vector<size_t> layersBefore;
+    if (uniform)
+      for (const ir::WeightDecl &w : module.weights)
+        layersBefore.push_back(w.layers.size());
     auto body = std::make_unique<ir::Block>();
     auto inner = std::make_shared<Env>(env);
     inner->define(s.var.name, EvalValue::index("i", l));
@@ -603,6 +710,31 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
     block = savedBlock;
     if (f == Flow::Abort || diags.getNumErrors() != errorsBefore) {
       result = Flow::Abort;
+      break;
+    }
+    // A weight without {i} in a loop would be redeclared by every layer:
+    // take the general path, which reports it.
+    if (uniform)
+      for (size_t w = layersBefore.size(); w < module.weights.size(); ++w)
+        if (module.weights[w].pattern.find("{i}") == std::string::npos)
+          uniform = false;
+    if (uniform) {
+      // Every other layer declares the same {i} weights.
+      for (size_t w = 0; w < module.weights.size(); ++w) {
+        ir::WeightDecl &decl = module.weights[w];
+        bool declaredNow = w >= layersBefore.size() ||
+                           decl.layers.size() > layersBefore[w];
+        if (!declaredNow)
+          continue;
+        for (int64_t other = l + 1; other < end; ++other) {
+          decl.layers.push_back(other);
+          declared.emplace(std::make_pair(decl.pattern, other), decl.loc);
+        }
+      }
+      std::vector<int64_t> all;
+      for (int64_t k = begin; k < end; ++k)
+        all.push_back(k);
+      kinds.push_back({std::move(body), std::string(), all});
       break;
     }
     std::string sig = blockSignature(*body);

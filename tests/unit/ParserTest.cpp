@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 using namespace archc;
 
 namespace {
@@ -110,4 +114,52 @@ TEST(Parser, HugeIntegerLiteralIsAnError) {
   auto p = parse("def f(x) { return 99999999999999999999999 }");
   EXPECT_FALSE(p->file);
   EXPECT_NE(p->errors().find("integer literal"), std::string::npos);
+}
+
+namespace {
+std::string compareWithGeneratedLexer(const std::string &text) {
+  auto ours = lexArch(text), theirs = lexArchWithGeneratedLexer(text);
+  for (size_t i = 0; i < std::max(ours.size(), theirs.size()); ++i) {
+    if (i >= ours.size() || i >= theirs.size())
+      return "token streams differ in length";
+    const LexedToken &a = ours[i], &b = theirs[i];
+    if (a.type != b.type || a.text != b.text || a.line != b.line ||
+        a.column != b.column)
+      return "token " + std::to_string(i) + ": archc type " +
+             std::to_string(a.type) + " '" + a.text + "' at " +
+             std::to_string(a.line) + ":" + std::to_string(a.column) +
+             " vs ANTLR type " + std::to_string(b.type) + " '" + b.text +
+             "' at " + std::to_string(b.line) + ":" + std::to_string(b.column);
+  }
+  return "";
+}
+} // namespace
+
+TEST(Lexer, MatchesTheGeneratedLexerOnEveryBundledFile) {
+  namespace fs = std::filesystem;
+  size_t files = 0;
+  for (const char *dir : {"archs", "archs/std", "lit/diagnostics"})
+    for (const auto &e : fs::directory_iterator(fs::path(ARCHC_SOURCE_DIR) / dir)) {
+      if (e.path().extension() != ".arch")
+        continue;
+      std::ifstream in(e.path());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      EXPECT_EQ(compareWithGeneratedLexer(ss.str()), "") << e.path();
+      ++files;
+    }
+  EXPECT_GT(files, 30u);
+}
+
+TEST(Lexer, MatchesTheGeneratedLexerOnTrickyInput) {
+  const char *cases[] = {
+      "x = 1..n 1.5e-3 2e5 3.e 4e 0.5 07 a_b1 _c",
+      "a += b -= c *= d // e\n/* block\n comment */ f->g <= >= == != && || !h",
+      "s = \"esc\\\"aped\" t = \"\" u = \"a\\\\b\"",
+      "if not x in y and z or w { return a.b[c](d: e) @ \"s.{i}\" }",
+      "é = 1", "\"unterminated", "a ~ b", "x = 1 /* open comment",
+      "matches importx arch_ let_ in2 fn() none true false",
+  };
+  for (const char *c : cases)
+    EXPECT_EQ(compareWithGeneratedLexer(c), "") << c;
 }

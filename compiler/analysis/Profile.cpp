@@ -1,0 +1,480 @@
+//===- Profile.cpp - Parameters, work and traffic of a model --------------===//
+//
+// This file implements the profile analysis. Per-op formulas (elements are
+// evaluated at the point's batch/seq/past):
+//   matmul      MACs = elements(out) * K; FLOPs = 2 MACs
+//   attention   MACs = B * H * (Dk + Dv) * keys, keys = sum over queries of
+//               the positions a causal (sliding-window) kernel visits
+//   elementwise/norm/softmax/rope: a fixed FLOP count per element (table in
+//               docs/profile.md), transcendentals counted apart as well
+//   bytes       operands read + results written; weights at weight bits,
+//               activations at activation bits, caches at KV bits; layout
+//               ops (reshape, transpose, split, concat, slice) move nothing
+//   experts     body compute x k per token; body weights x the expected
+//               number of distinct experts the batch touches
+//
+//===----------------------------------------------------------------------===//
+#include "analysis/Profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace archc {
+
+using ir::OpKind;
+
+Cost &Cost::operator+=(const Cost &o) {
+  macs += o.macs;
+  matmulFlops += o.matmulFlops;
+  flops += o.flops;
+  transcendentals += o.transcendentals;
+  weightBytes += o.weightBytes;
+  activationBytes += o.activationBytes;
+  kvReadBytes += o.kvReadBytes;
+  kvWriteBytes += o.kvWriteBytes;
+  return *this;
+}
+
+Cost Cost::scaled(double k) const {
+  Cost c = *this;
+  c.macs *= k;
+  c.matmulFlops *= k;
+  c.flops *= k;
+  c.transcendentals *= k;
+  c.weightBytes *= k;
+  c.activationBytes *= k;
+  c.kvReadBytes *= k;
+  c.kvWriteBytes *= k;
+  return c;
+}
+
+double expectedDistinctExperts(int64_t experts, int64_t k, double tokens) {
+  if (experts <= 0)
+    return 0;
+  double e = static_cast<double>(experts);
+  return e * (1.0 - std::pow(1.0 - static_cast<double>(k) / e, tokens));
+}
+
+int64_t ModelFacts::activatedParamsPerToken() const {
+  int64_t p = params;
+  for (const MoeFacts &m : moe)
+    p -= (m.experts - m.topK) * m.paramsPerExpert * m.layers;
+  return p;
+}
+
+double ModelFacts::expectedActivatedParams(double tokens) const {
+  double p = static_cast<double>(params - expertParams);
+  for (const MoeFacts &m : moe)
+    p += expectedDistinctExperts(m.experts, m.topK, tokens) *
+         static_cast<double>(m.paramsPerExpert * m.layers);
+  return p;
+}
+
+int64_t ModelFacts::worstCaseActivatedParams(int64_t tokens) const {
+  int64_t p = params - expertParams;
+  for (const MoeFacts &m : moe) {
+    int64_t touched = tokens > m.experts / std::max<int64_t>(m.topK, 1)
+                          ? m.experts
+                          : std::min(tokens * m.topK, m.experts);
+    p += touched * m.paramsPerExpert * m.layers;
+  }
+  return p;
+}
+
+double ModelFacts::kvBytesPerToken(double kvBits) const {
+  double n = 0;
+  for (const StateFacts &s : states)
+    n += static_cast<double>(s.elementsPerToken) *
+         static_cast<double>(s.layers.size());
+  return n * kvBits / 8;
+}
+
+double ModelFacts::kvBytes(int64_t context, int64_t batch,
+                           double kvBits) const {
+  double n = 0;
+  for (const StateFacts &s : states) {
+    int64_t tokens = s.window > 0 ? std::min(context, s.window) : context;
+    n += static_cast<double>(s.elementsPerToken) *
+         static_cast<double>(s.layers.size()) * static_cast<double>(tokens);
+  }
+  return n * static_cast<double>(batch) * kvBits / 8;
+}
+
+namespace {
+
+int64_t staticElements(const ir::TensorType &t) {
+  return t.numElements().getConstant().value_or(0);
+}
+
+/// The attention op that reads a cache op's keys/values, if any.
+const ir::Op *attentionReading(const ir::Block &b, const ir::Value *v) {
+  for (const auto &op : b.getOps())
+    if (op->getKind() == OpKind::Attention)
+      for (const ir::Value *o : op->operands)
+        if (o == v)
+          return op.get();
+  return nullptr;
+}
+
+int64_t paramsOf(const ir::Module &m, const std::string &pattern) {
+  for (const ir::WeightDecl &w : m.weights)
+    if (w.pattern == pattern)
+      return staticElements(w.type);
+  return 0;
+}
+
+} // namespace
+
+ModelFacts computeModelFacts(const ir::Module &m) {
+  ModelFacts f;
+  for (const ir::WeightDecl &w : m.weights) {
+    int64_t n = staticElements(w.type) * w.count();
+    f.params += n;
+    f.weightTensors += w.count();
+    if (w.experts)
+      f.expertParams += n;
+  }
+  for (const auto &op : m.graph.body.getOps()) {
+    if (op->getKind() != OpKind::Repeat)
+      continue;
+    f.layers += op->getInt("end") - op->getInt("begin");
+    if (op->getNumOperands())
+      f.hidden = op->getOperand(0)->type.dims.back().getConstant().value_or(0);
+    for (const auto &region : op->getRegions()) {
+      for (const auto &inner : region->getOps()) {
+        if (inner->getKind() == OpKind::Cache) {
+          StateFacts s;
+          s.name = inner->getString("name");
+          s.layers = region->layers;
+          const ir::TensorType &x = inner->getOperand(0)->type;
+          s.elementsPerToken = 1;
+          for (size_t i = 2; i < x.rank(); ++i)
+            s.elementsPerToken *= x.dims[i].getConstant().value_or(0);
+          if (const ir::Op *attn = attentionReading(*region, inner->getResult(0)))
+            s.window = attn->getInt("window", 0);
+          f.states.push_back(s);
+        }
+        if (inner->getKind() == OpKind::Experts) {
+          MoeFacts mf;
+          mf.experts = inner->getInt("count");
+          mf.topK = inner->getOperand(1)->type.dims.back().getConstant().value_or(0);
+          mf.layers = static_cast<int64_t>(region->layers.size());
+          ir::walk(*inner->getRegions()[0], [&](const ir::Op &b) {
+            if (b.getKind() == OpKind::Param &&
+                b.getString("name").find("{e}") != std::string::npos)
+              mf.paramsPerExpert += paramsOf(m, b.getString("name"));
+          });
+          f.moe.push_back(mf);
+        }
+      }
+    }
+  }
+  return f;
+}
+
+namespace {
+
+class OpCoster {
+public:
+  OpCoster(const ProfilePoint &p, const Precision &bits)
+      : bits(bits), env{{"batch", p.batch}, {"seq", p.seq}, {"past", p.past}} {}
+
+  double elements(const ir::TensorType &t) const {
+    double n = 1;
+    for (const ir::SymExpr &d : t.dims)
+      n *= static_cast<double>(d.evaluate(env).value_or(0));
+    return n;
+  }
+  double dim(const ir::SymExpr &d) const {
+    return static_cast<double>(d.evaluate(env).value_or(0));
+  }
+
+  static bool isParam(const ir::Value *v) {
+    return v->getDefiningOp() && v->getDefiningOp()->getKind() == OpKind::Param;
+  }
+
+  /// Bytes of a value read as an operand.
+  void read(const ir::Value *v, Cost &c) const {
+    double n = elements(v->type);
+    if (isParam(v))
+      c.weightBytes += n * bits.weightBits / 8;
+    else if (!ir::isFloat(v->type.dtype))
+      c.activationBytes += n * ir::dtypeBits(v->type.dtype) / 8;
+    else
+      c.activationBytes += n * bits.activationBits / 8;
+  }
+  void write(const ir::Value *v, Cost &c) const {
+    double n = elements(v->type);
+    c.activationBytes += n * (ir::isFloat(v->type.dtype)
+                                  ? bits.activationBits
+                                  : ir::dtypeBits(v->type.dtype)) /
+                         8;
+  }
+
+  Cost cost(const ir::Op &op, const ir::Block &block) const {
+    Cost c;
+    switch (op.getKind()) {
+    case OpKind::Param:
+    case OpKind::Const:
+    case OpKind::StateIn:
+    case OpKind::StateOut:
+    case OpKind::Yield:
+    case OpKind::Return:
+    case OpKind::Repeat:
+    case OpKind::Reshape:
+    case OpKind::Transpose:
+    case OpKind::Split:
+    case OpKind::Concat:
+    case OpKind::Slice:
+      return c;
+    case OpKind::MatMul: {
+      const ir::TensorType &b = op.getOperand(1)->type;
+      bool transB = op.getBool("transpose_b");
+      double k = dim(transB ? b.dims[b.rank() - 1] : b.dims[b.rank() - 2]);
+      c.macs = elements(op.getResult()->type) * k;
+      c.matmulFlops = c.flops = 2 * c.macs;
+      read(op.getOperand(0), c);
+      read(op.getOperand(1), c);
+      write(op.getResult(), c);
+      return c;
+    }
+    case OpKind::Gather: {
+      // Only the selected rows of the table are read.
+      const ir::Value *table = op.getOperand(0);
+      double rows = elements(op.getOperand(1)->type);
+      double rowElems = elements(table->type) / dim(table->type.dims[0]);
+      double rowBits = isParam(table) ? bits.weightBits : bits.activationBits;
+      c.weightBytes += rows * rowElems * rowBits / 8;
+      read(op.getOperand(1), c);
+      write(op.getResult(), c);
+      return c;
+    }
+    case OpKind::Attention:
+      return attention(op, block);
+    case OpKind::Cache: {
+      const ir::Value *x = op.getOperand(0);
+      c.kvWriteBytes = elements(x->type) * bits.kvBits / 8;
+      read(x, c);
+      return c;
+    }
+    case OpKind::Rope: {
+      const ir::TensorType &x = op.getOperand(0)->type;
+      double rot = static_cast<double>(
+          op.getInt("dim", x.dims[3].getConstant().value_or(0)));
+      double rotated = elements(x) / dim(x.dims[3]) * rot;
+      c.flops = 3 * rotated;
+      read(op.getOperand(0), c);
+      read(op.getOperand(1), c);
+      write(op.getResult(), c);
+      return c;
+    }
+    case OpKind::Route: {
+      const ir::TensorType &l = op.getOperand(0)->type;
+      double e = dim(l.dims.back()), tokens = elements(l) / e;
+      double k = static_cast<double>(op.getInt("top_k"));
+      std::string scoring = op.getString("scoring", "softmax");
+      double perScore = scoring == "softmax"        ? 5
+                        : scoring == "sigmoid"      ? 3
+                        : scoring == "sqrtsoftplus" ? 4
+                                                    : 0;
+      double scored = op.getString("order") == "topk_score" ? k : e;
+      c.flops = tokens * (perScore * scored + e + (op.getBool("normalize") ? 2 * k : 0));
+      c.transcendentals = scoring == "none" ? 0 : tokens * scored;
+      for (const ir::Value *v : op.operands)
+        read(v, c);
+      for (const auto &r : op.getResults())
+        write(r.get(), c);
+      return c;
+    }
+    case OpKind::Experts:
+      return experts(op);
+    default:
+      return elementwise(op);
+    }
+  }
+
+private:
+  const Precision &bits;
+  std::map<std::string, int64_t> env;
+
+  Cost elementwise(const ir::Op &op) const {
+    Cost c;
+    const ir::Value *r = op.getResult();
+    double n = elements(r->type);
+    double perElem = 1, transc = 0;
+    switch (op.getKind()) {
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::Neg:
+    case OpKind::Abs:
+    case OpKind::Relu:
+      break;
+    case OpKind::Pow:
+    case OpKind::Exp:
+    case OpKind::Log:
+    case OpKind::Sqrt:
+    case OpKind::Tanh:
+      transc = 1;
+      break;
+    case OpKind::Rsqrt:
+      perElem = 2;
+      transc = 1;
+      break;
+    case OpKind::Sigmoid:
+      perElem = 3;
+      transc = 1;
+      break;
+    case OpKind::Silu:
+      perElem = 4;
+      transc = 1;
+      break;
+    case OpKind::Gelu:
+      perElem = op.getString("approximate") == "tanh" ? 8 : 5;
+      transc = 1;
+      break;
+    case OpKind::Softplus:
+      perElem = 3;
+      transc = 2;
+      break;
+    case OpKind::Clamp:
+      perElem = 2;
+      break;
+    case OpKind::Cast:
+      perElem = 0;
+      break;
+    case OpKind::Softmax:
+      perElem = 5;
+      transc = 1;
+      break;
+    case OpKind::RmsNorm:
+    case OpKind::LayerNorm: {
+      const ir::TensorType &x = op.getOperand(0)->type;
+      double rows = n / dim(x.dims.back());
+      bool rms = op.getKind() == OpKind::RmsNorm;
+      perElem = rms ? 3 : 5;
+      perElem += op.getNumOperands() > 1 ? 1 : 0;                  // weight
+      perElem += op.getNumOperands() > 2 ? 1 : 0;                  // bias
+      c.flops = n * perElem + rows * 2;
+      c.transcendentals = rows;
+      for (const ir::Value *v : op.operands)
+        read(v, c);
+      write(r, c);
+      return c;
+    }
+    default:
+      break;
+    }
+    c.flops = n * perElem;
+    c.transcendentals = n * transc;
+    for (const ir::Value *v : op.operands)
+      read(v, c);
+    write(r, c);
+    return c;
+  }
+
+  Cost attention(const ir::Op &op, const ir::Block &) const {
+    Cost c;
+    const ir::TensorType &q = op.getOperand(0)->type;
+    const ir::TensorType &k = op.getOperand(1)->type;
+    const ir::TensorType &v = op.getOperand(2)->type;
+    double b = dim(q.dims[0]), s = dim(q.dims[1]), h = dim(q.dims[2]);
+    double dk = dim(q.dims[3]), dv = dim(v.dims[3]);
+    double t = dim(k.dims[1]), hk = dim(k.dims[2]);
+    double w = static_cast<double>(op.getInt("window", 0));
+    // Keys visited: query j (0-based) sits at position t - s + j.
+    double keys;
+    if (!op.getBool("causal", true)) {
+      keys = s * t;
+    } else {
+      double base = t - s + 1; // keys of the first query
+      if (w <= 0) {
+        keys = s * base + s * (s - 1) / 2;
+      } else if (base >= w) {
+        keys = s * w;
+      } else {
+        double n1 = std::min(s, w - base + 1);
+        keys = n1 * base + n1 * (n1 - 1) / 2 + (s - n1) * w;
+      }
+    }
+    c.macs = b * h * (dk + dv) * keys;
+    c.matmulFlops = 2 * c.macs;
+    double scores = b * h * keys;
+    double perScore = 2 /*scale, mask*/ + 5 /*softmax*/ +
+                      (op.hasAttr("softcap") ? 3 : 0);
+    c.flops = c.matmulFlops + scores * perScore;
+    c.transcendentals = scores * (op.hasAttr("softcap") ? 2 : 1);
+    // Distinct key positions read (a window bounds them).
+    double span = w > 0 ? std::min(t, w + s - 1) : t;
+    bool cached = op.getOperand(1)->getDefiningOp() &&
+                  op.getOperand(1)->getDefiningOp()->getKind() == OpKind::Cache;
+    double kvElems = b * hk * span * (dk + dv);
+    if (cached)
+      c.kvReadBytes = kvElems * bits.kvBits / 8;
+    else
+      c.activationBytes += kvElems * bits.activationBits / 8;
+    read(op.getOperand(0), c);
+    for (size_t i = 3; i < op.getNumOperands(); ++i)
+      read(op.getOperand(i), c);
+    write(op.getResult(), c);
+    return c;
+  }
+
+  Cost experts(const ir::Op &op) const {
+    const ir::Block &body = *op.getRegions()[0];
+    Cost perExpertAllTokens;
+    for (const auto &inner : body.getOps())
+      perExpertAllTokens += cost(*inner, body);
+    const ir::TensorType &x = op.getOperand(0)->type;
+    double tokens = elements(x) / dim(x.dims.back());
+    const ir::TensorType &w = op.getOperand(1)->type;
+    double k = dim(w.dims.back());
+    double e = static_cast<double>(op.getInt("count"));
+    // Compute and activations: every token through k experts.
+    Cost c = perExpertAllTokens.scaled(k);
+    // Weights: each distinct expert touched is read once.
+    c.weightBytes = perExpertAllTokens.weightBytes *
+                    expectedDistinctExperts(static_cast<int64_t>(e),
+                                            static_cast<int64_t>(k), tokens);
+    // Weighted sum of the k outputs.
+    double out = elements(op.getResult()->type);
+    c.flops += 2 * k * out;
+    read(op.getOperand(0), c);
+    read(op.getOperand(1), c);
+    read(op.getOperand(2), c);
+    write(op.getResult(), c);
+    return c;
+  }
+};
+
+} // namespace
+
+std::vector<OpProfile> profileOps(const ir::Module &m, const ProfilePoint &p,
+                                  const Precision &bits) {
+  OpCoster coster(p, bits);
+  std::vector<OpProfile> out;
+  bool seenRepeat = false;
+  for (const auto &op : m.graph.body.getOps()) {
+    if (op->getKind() == OpKind::Repeat) {
+      seenRepeat = true;
+      for (const auto &region : op->getRegions()) {
+        double n = static_cast<double>(region->layers.size());
+        std::string group = "layers " + ir::formatLayers(region->layers);
+        for (const auto &inner : region->getOps()) {
+          Cost c = coster.cost(*inner, *region);
+          out.push_back({inner.get(), group, n, c.scaled(n)});
+        }
+      }
+      continue;
+    }
+    Cost c = coster.cost(*op, m.graph.body);
+    out.push_back({op.get(), seenRepeat ? "head" : "embedding", 1, c});
+  }
+  return out;
+}
+
+} // namespace archc

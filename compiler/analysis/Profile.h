@@ -1,0 +1,111 @@
+//===- Profile.h - Parameters, work and traffic of a model ------*- C++ -*-===//
+//
+// This file declares the profile analysis: exact parameter counts (tied
+// tensors once), activated parameters of MoE models, KV-cache / state bytes,
+// and per-op costs (MACs, FLOPs, bytes moved) of one forward call at a
+// point (batch, seq, past). It runs on the compact IR after kv-cache: ops in
+// a layer kind count once per layer of that kind; expert bodies count for
+// the k experts each token uses (compute) and the distinct experts a batch
+// touches (weight traffic). The conventions are in docs/profile.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_ANALYSIS_PROFILE_H
+#define ARCHC_ANALYSIS_PROFILE_H
+
+#include "ir/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace archc {
+
+/// Where a forward call is evaluated.
+struct ProfilePoint {
+  int64_t batch = 1;
+  int64_t seq = 1;  ///< new tokens per sequence
+  int64_t past = 0; ///< tokens already in the cache
+};
+
+/// Storage precision of what ops move.
+struct Precision {
+  double weightBits = 16, activationBits = 16, kvBits = 16;
+};
+
+/// Work and traffic of one op instance (or a sum of them).
+struct Cost {
+  double macs = 0;            ///< multiply-accumulates of matrix products
+  double matmulFlops = 0;     ///< 2 * macs (runs on matrix units)
+  double flops = 0;           ///< all FLOPs: matmulFlops + elementwise work
+  double transcendentals = 0; ///< exp/tanh/sqrt/... (part of flops)
+  double weightBytes = 0;     ///< weights read
+  double activationBytes = 0; ///< activations read and written
+  double kvReadBytes = 0;     ///< cache/state read
+  double kvWriteBytes = 0;    ///< cache/state written
+
+  double bytes() const {
+    return weightBytes + activationBytes + kvReadBytes + kvWriteBytes;
+  }
+  Cost &operator+=(const Cost &o);
+  Cost scaled(double k) const;
+};
+
+/// One op's cost, already multiplied by the number of layers it stands for.
+struct OpProfile {
+  const ir::Op *op = nullptr;
+  std::string group; ///< "embedding", "layers 0..32", "head"
+  double instances = 1;
+  Cost cost; ///< total over instances
+};
+
+/// A stateful op's cache (e.g. K or V of one layer kind).
+struct StateFacts {
+  std::string name;          ///< "key", "value", ...
+  std::vector<int64_t> layers;
+  int64_t elementsPerToken = 0; ///< per sequence, per layer
+  int64_t window = 0;           ///< 0 = grows without bound
+};
+
+/// A mixture-of-experts layer kind.
+struct MoeFacts {
+  int64_t experts = 0, topK = 0;
+  int64_t paramsPerExpert = 0;
+  int64_t layers = 0;
+};
+
+/// Static facts of the model.
+struct ModelFacts {
+  int64_t params = 0;       ///< every weight element, tied tensors once
+  int64_t weightTensors = 0;
+  int64_t expertParams = 0; ///< params inside routed experts
+  std::vector<MoeFacts> moe;
+  std::vector<StateFacts> states;
+  int64_t layers = 0;  ///< iterations of the layer loop
+  int64_t hidden = 0;  ///< width of the carried hidden state
+
+  /// Non-expert + k routed experts per MoE layer (model-card convention).
+  int64_t activatedParamsPerToken() const;
+  /// Expected params touched by a batch of `tokens` under uniform routing:
+  /// each MoE layer touches E(1 - (1 - k/E)^T) distinct experts.
+  double expectedActivatedParams(double tokens) const;
+  /// Worst case: min(T k, E) experts per MoE layer.
+  int64_t worstCaseActivatedParams(int64_t tokens) const;
+  /// KV/state bytes per token of context (unwindowed growth).
+  double kvBytesPerToken(double kvBits) const;
+  /// KV/state bytes for `batch` sequences of `context` tokens (windowed
+  /// layers capped at their window).
+  double kvBytes(int64_t context, int64_t batch, double kvBits) const;
+};
+
+/// Expected distinct experts touched by `tokens` tokens, k of E each.
+double expectedDistinctExperts(int64_t experts, int64_t k, double tokens);
+
+/// Computes the static facts. The module must have been through kv-cache.
+ModelFacts computeModelFacts(const ir::Module &m);
+
+/// Per-op costs of one forward call at `p`.
+std::vector<OpProfile> profileOps(const ir::Module &m, const ProfilePoint &p,
+                                  const Precision &bits);
+
+} // namespace archc
+
+#endif // ARCHC_ANALYSIS_PROFILE_H

@@ -1,0 +1,531 @@
+//===- ProfileReport.cpp - -emit=profile ----------------------------------===//
+//
+// This file implements the profile back end. Every number is computed once
+// into the JSON document; the table, CSV and Markdown views are renderings
+// of that document, so they can never disagree with it.
+//
+//===----------------------------------------------------------------------===//
+#include "analysis/ProfileReport.h"
+
+#include "analysis/Roofline.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+namespace archc {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+json costJson(const Cost &c) {
+  return json{{"macs", c.macs},
+              {"flops", c.flops},
+              {"matmul_flops", c.matmulFlops},
+              {"transcendentals", c.transcendentals},
+              {"weight_bytes", c.weightBytes},
+              {"activation_bytes", c.activationBytes},
+              {"kv_read_bytes", c.kvReadBytes},
+              {"kv_write_bytes", c.kvWriteBytes},
+              {"bytes", c.bytes()}};
+}
+
+/// Parameters per group (embedding, each layer kind, head).
+std::map<std::string, int64_t> groupParams(const ir::Module &m) {
+  std::map<std::string, int64_t> out;
+  auto elems = [&](const std::string &pattern) -> int64_t {
+    const ir::WeightDecl *w = m.findWeight(pattern);
+    if (!w)
+      return 0;
+    int64_t n = w->type.numElements().getConstant().value_or(0);
+    return w->experts ? n * w->experts : n;
+  };
+  bool seenRepeat = false;
+  for (const auto &op : m.graph.body.getOps()) {
+    if (op->getKind() == ir::OpKind::Repeat) {
+      seenRepeat = true;
+      for (const auto &region : op->getRegions()) {
+        std::string g = "layers " + ir::formatLayers(region->layers);
+        int64_t per = 0;
+        ir::walk(*region, [&](const ir::Op &o) {
+          if (o.getKind() == ir::OpKind::Param)
+            per += elems(o.getString("name"));
+        });
+        out[g] += per * static_cast<int64_t>(region->layers.size());
+      }
+      continue;
+    }
+    if (op->getKind() == ir::OpKind::Param)
+      out[seenRepeat ? "head" : "embedding"] += elems(op->getString("name"));
+  }
+  return out;
+}
+
+std::string opLabel(const ir::Op &op, const SourceMgr &sm) {
+  std::string s = op.getMnemonic();
+  if (op.getKind() == ir::OpKind::Param)
+    s += " " + op.getString("name");
+  SourceRange r = op.getLoc().range;
+  // The outermost call site in the main file says more than a std line.
+  for (const ir::InlineFrame *f = op.getLoc().inlinedAt.get(); f;
+       f = f->parent.get())
+    r = f->callSite;
+  if (r.isValid())
+    s += fmt::format(" @{}:{}",
+                     std::filesystem::path(sm.getName(r.begin.fileId))
+                         .filename()
+                         .string(),
+                     r.begin.line);
+  return s;
+}
+
+json phaseJson(const std::string &name, const ir::Module &m,
+               const ModelFacts &facts, const ProfilePoint &p,
+               const std::vector<const Device *> &devices,
+               const RuntimeSettings &rt, const Precision &bits, bool perOp,
+               const SourceMgr &sm) {
+  std::vector<OpProfile> ops = profileOps(m, p, bits);
+  Cost total;
+  std::vector<std::string> order;
+  std::map<std::string, Cost> groups;
+  std::map<std::string, double> groupLayers;
+  for (const OpProfile &o : ops) {
+    total += o.cost;
+    if (!groups.count(o.group))
+      order.push_back(o.group);
+    groups[o.group] += o.cost;
+    groupLayers[o.group] = o.instances;
+  }
+  int64_t tokens = p.batch * p.seq;
+  json j;
+  j["phase"] = name;
+  j["batch"] = p.batch;
+  j["seq"] = p.seq;
+  j["past"] = p.past;
+  j["tokens"] = tokens;
+  j["context"] = p.past + p.seq;
+  j["activated_params_expected"] =
+      facts.expectedActivatedParams(static_cast<double>(tokens));
+  j["activated_params_worst_case"] = facts.worstCaseActivatedParams(tokens);
+  j["kv_bytes"] = facts.kvBytes(p.past + p.seq, p.batch, rt.kvBits);
+  j["cost"] = costJson(total);
+  j["arithmetic_intensity"] = total.bytes() > 0 ? total.flops / total.bytes() : 0;
+  std::map<std::string, int64_t> gparams = groupParams(m);
+  json devs = json::object();
+  std::vector<PhaseTiming> timings;
+  for (const Device *d : devices) {
+    PhaseTiming t = timePhase(ops, facts, p, *d, rt);
+    devs[d->id] = json{{"time_s", t.time},
+                       {"compute_s", t.computeTime},
+                       {"memory_s", t.memoryTime},
+                       {"comm_s", t.commTime},
+                       {"memory_bound_fraction",
+                        t.time > 0 ? t.memoryBoundTime / t.time : 0},
+                       {"bound", t.memoryBoundTime * 2 > t.time ? "memory"
+                                                                : "compute"},
+                       {"tokens_per_s", t.tokensPerSecond},
+                       {"memory_needed_bytes", t.memoryNeeded},
+                       {"fits", t.fits}};
+    timings.push_back(std::move(t));
+  }
+  j["devices"] = devs;
+  json gs = json::array();
+  for (const std::string &g : order) {
+    json gj{{"group", g},
+            {"layers", groupLayers[g]},
+            {"params", gparams.count(g) ? gparams[g] : 0},
+            {"cost", costJson(groups[g])}};
+    json gt = json::object();
+    for (size_t di = 0; di < devices.size(); ++di) {
+      double t = 0;
+      for (size_t k = 0; k < ops.size(); ++k)
+        if (ops[k].group == g)
+          t += timings[di].ops[k].time;
+      gt[devices[di]->id] = t;
+    }
+    gj["time_s"] = gt;
+    gs.push_back(gj);
+  }
+  j["groups"] = gs;
+  if (perOp) {
+    json os = json::array();
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const OpProfile &o = ops[k];
+      if (o.cost.flops == 0 && o.cost.bytes() == 0)
+        continue;
+      json oj{{"op", opLabel(*o.op, sm)},
+              {"group", o.group},
+              {"instances", o.instances},
+              {"cost", costJson(o.cost)}};
+      json ot = json::object();
+      for (size_t di = 0; di < devices.size(); ++di)
+        ot[devices[di]->id] =
+            json{{"time_s", timings[di].ops[k].time},
+                 {"bound", timings[di].ops[k].memoryBound ? "memory"
+                                                           : "compute"}};
+      oj["devices"] = ot;
+      os.push_back(oj);
+    }
+    j["ops"] = os;
+  }
+  return j;
+}
+
+} // namespace
+
+bool computeProfile(const ir::Module &m, const ProfileRequest &req,
+                    SourceMgr &sm, DiagnosticEngine &diags, json &out) {
+  std::string dir = runtimeProfileDir(req.profileDir);
+  RuntimeSettings rt;
+  if (!loadRuntime(req.runtime,
+                   (std::filesystem::path(dir) / "runtime.yaml").string(), sm,
+                   diags, rt))
+    return false;
+  // Only the requested devices' files are read.
+  std::vector<Device> loaded(req.devices.size());
+  std::vector<const Device *> devices;
+  for (size_t i = 0; i < req.devices.size(); ++i) {
+    if (!loadDevice((std::filesystem::path(dir) / "devices").string(),
+                    req.devices[i], sm, diags, loaded[i]))
+      return false;
+    if (loaded[i].peak(rt.compute) <= 0) {
+      diags.error(loaded[i].loc, "device '{}' has no {} peak; choose another "
+                                 "--runtime",
+                  req.devices[i], rt.compute);
+      return false;
+    }
+    devices.push_back(&loaded[i]);
+  }
+
+  ModelFacts facts = computeModelFacts(m);
+  Precision bits{rt.effectiveWeightBits(), rt.activationBits, rt.kvBits};
+  out = json::object();
+  out["schema"] = "archc.profile/1";
+  json model{{"arch", m.name},
+             {"config", m.configFile},
+             {"params", facts.params},
+             {"weight_tensors", facts.weightTensors},
+             {"activated_params_per_token", facts.activatedParamsPerToken()},
+             {"expert_params", facts.expertParams},
+             {"layers", facts.layers},
+             {"hidden", facts.hidden},
+             {"weight_bytes", static_cast<double>(facts.params) *
+                                  rt.effectiveWeightBits() / 8},
+             {"kv_bytes_per_token", facts.kvBytesPerToken(rt.kvBits)}};
+  json states = json::array();
+  for (const StateFacts &s : facts.states)
+    states.push_back(json{{"name", s.name},
+                          {"layers", ir::formatLayers(s.layers)},
+                          {"num_layers", s.layers.size()},
+                          {"elements_per_token", s.elementsPerToken},
+                          {"window", s.window}});
+  model["states"] = states;
+  json moe = json::array();
+  for (const MoeFacts &f : facts.moe)
+    moe.push_back(json{{"experts", f.experts},
+                       {"top_k", f.topK},
+                       {"params_per_expert", f.paramsPerExpert},
+                       {"layers", f.layers}});
+  model["moe"] = moe;
+  out["model"] = model;
+  out["runtime"] = json{{"name", rt.name},
+                        {"compute", rt.compute},
+                        {"weight_bits", rt.weightBits},
+                        {"effective_weight_bits", rt.effectiveWeightBits()},
+                        {"activation_bits", rt.activationBits},
+                        {"kv_bits", rt.kvBits},
+                        {"compute_efficiency", rt.computeEfficiency},
+                        {"memory_efficiency", rt.memoryEfficiency},
+                        {"tensor_parallel", rt.tensorParallel}};
+  out["latency_model"] =
+      "roofline per op, ops unfused: op time = max(matmul FLOPs / (matrix "
+      "peak of the compute dtype x compute_efficiency) + other FLOPs / (fp32 "
+      "peak x compute_efficiency), bytes / (bandwidth x memory_efficiency)); "
+      "phase time = sum of op times (+ tensor-parallel all-reduces)";
+  json devs = json::array();
+  for (const Device *d : devices)
+    devs.push_back(json{{"id", d->id},
+                        {"name", d->name},
+                        {"memory_gb", d->memoryGB},
+                        {"memory_bandwidth_gbs", d->bandwidthGBs},
+                        {"interconnect_gbs", d->interconnectGBs},
+                        {"matrix_peak_tflops", d->peak(rt.compute) / 1e12},
+                        {"vector_peak_tflops", d->peak("fp32") / 1e12}});
+  out["devices"] = devs;
+  json points = json::array();
+  std::vector<int64_t> seqs = req.seqs.empty() ? std::vector<int64_t>{2048}
+                                               : req.seqs;
+  for (int64_t b : req.batches)
+    for (int64_t s : seqs) {
+      json pt;
+      pt["batch"] = b;
+      pt["seq"] = s;
+      pt["prefill"] = phaseJson("prefill", m, facts, ProfilePoint{b, s, 0},
+                                devices, rt, bits, req.perOp, sm);
+      std::vector<int64_t> pasts =
+          req.pasts.empty() ? std::vector<int64_t>{s} : req.pasts;
+      json decodes = json::array();
+      for (int64_t past : pasts)
+        decodes.push_back(phaseJson("decode", m, facts,
+                                    ProfilePoint{b, 1, past}, devices, rt,
+                                    bits, req.perOp, sm));
+      pt["decode"] = decodes;
+      points.push_back(pt);
+    }
+  out["points"] = points;
+  return true;
+}
+
+namespace {
+
+std::string withCommas(double v) {
+  std::string s = fmt::format("{:.0f}", v);
+  std::string out;
+  int n = 0;
+  for (auto it = s.rbegin(); it != s.rend(); ++it) {
+    if (n && n % 3 == 0 && *it != '-')
+      out.insert(out.begin(), ',');
+    out.insert(out.begin(), *it);
+    ++n;
+  }
+  return out;
+}
+
+std::string si(double v, const char *unit) {
+  static const char *prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
+  int i = 0;
+  double a = std::fabs(v);
+  while (a >= 1000 && i < 6) {
+    a /= 1000;
+    v /= 1000;
+    ++i;
+  }
+  return fmt::format("{:.{}f} {}{}", v, i == 0 ? 0 : 2, prefixes[i], unit);
+}
+
+std::string seconds(double s) {
+  if (s >= 1)
+    return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3)
+    return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.2f} us", s * 1e6);
+}
+
+struct Table {
+  std::vector<std::vector<std::string>> rows;
+  void print(std::ostream &os, bool markdown) const {
+    std::vector<size_t> w;
+    for (const auto &r : rows)
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (w.size() <= i)
+          w.push_back(0);
+        w[i] = std::max(w[i], r[i].size());
+      }
+    for (size_t ri = 0; ri < rows.size(); ++ri) {
+      const auto &r = rows[ri];
+      std::string line = markdown ? "|" : "";
+      for (size_t i = 0; i < r.size(); ++i) {
+        std::string cell = r[i];
+        bool left = i == 0;
+        std::string pad(w[i] - cell.size(), ' ');
+        cell = left ? cell + pad : pad + cell;
+        line += markdown ? " " + cell + " |" : (i ? "  " : "") + cell;
+      }
+      os << line << "\n";
+      if (ri == 0) {
+        std::string sep = markdown ? "|" : "";
+        for (size_t i = 0; i < r.size(); ++i)
+          sep += markdown ? std::string(i == 0 ? ":" : "-") +
+                                std::string(w[i], '-') +
+                                std::string(i == 0 ? "-|" : ":|")
+                          : (i ? "  " : "") + std::string(w[i], '-');
+        os << sep << "\n";
+      }
+    }
+  }
+};
+
+void renderText(const json &p, bool perOp, std::ostream &os, bool markdown) {
+  const json &m = p["model"];
+  const json &rt = p["runtime"];
+  auto h = [&](const std::string &s) {
+    os << (markdown ? "### " : "") << s << "\n";
+  };
+  os << (markdown ? "## " : "") << "archc profile: " << m["arch"].get<std::string>()
+     << " (" << m["config"].get<std::string>() << ")\n";
+  os << (markdown ? "\n" : "");
+  os << "latency model: " << p["latency_model"].get<std::string>() << "\n";
+  os << fmt::format("runtime '{}': {} matmuls, weights {} bits, activations {} "
+                    "bits, KV {} bits, efficiency compute {} / memory {}, "
+                    "tensor parallel {}\n\n",
+                    rt["name"].get<std::string>(), rt["compute"].get<std::string>(),
+                    rt["effective_weight_bits"].get<double>(),
+                    rt["activation_bits"].get<double>(), rt["kv_bits"].get<double>(),
+                    rt["compute_efficiency"].get<double>(),
+                    rt["memory_efficiency"].get<double>(),
+                    rt["tensor_parallel"].get<int64_t>());
+  Table facts;
+  facts.rows.push_back({"model", "value"});
+  facts.rows.push_back({"parameters", withCommas(m["params"].get<double>())});
+  facts.rows.push_back({"weight tensors", withCommas(m["weight_tensors"].get<double>())});
+  facts.rows.push_back({"activated parameters / token",
+                        withCommas(m["activated_params_per_token"].get<double>())});
+  facts.rows.push_back({"weight bytes", withCommas(m["weight_bytes"].get<double>())});
+  facts.rows.push_back({"KV/state bytes / token",
+                        withCommas(m["kv_bytes_per_token"].get<double>())});
+  facts.rows.push_back({"layers", withCommas(m["layers"].get<double>())});
+  facts.print(os, markdown);
+  os << "\n";
+
+  const json &devices = p["devices"];
+  Table t;
+  std::vector<std::string> head = {"phase", "batch", "seq", "past", "MACs",
+                                   "FLOPs", "bytes", "KV bytes",
+                                   "activated params"};
+  for (const json &d : devices) {
+    std::string id = d["id"].get<std::string>();
+    head.push_back(id + " time");
+    head.push_back(id + " bound");
+    head.push_back(id + " tok/s");
+    head.push_back(id + " fits");
+  }
+  t.rows.push_back(head);
+  auto addPhase = [&](const json &ph) {
+    std::vector<std::string> r = {
+        ph["phase"].get<std::string>(),
+        std::to_string(ph["batch"].get<int64_t>()),
+        std::to_string(ph["seq"].get<int64_t>()),
+        std::to_string(ph["past"].get<int64_t>()),
+        si(ph["cost"]["macs"].get<double>(), ""),
+        si(ph["cost"]["flops"].get<double>(), ""),
+        si(ph["cost"]["bytes"].get<double>(), "B"),
+        si(ph["kv_bytes"].get<double>(), "B"),
+        si(ph["activated_params_expected"].get<double>(), "")};
+    for (const json &d : devices) {
+      const json &dt = ph["devices"][d["id"].get<std::string>()];
+      r.push_back(seconds(dt["time_s"].get<double>()));
+      r.push_back(fmt::format("{} {:.0f}%", dt["bound"].get<std::string>(),
+                              100 * (dt["bound"] == "memory"
+                                         ? dt["memory_bound_fraction"].get<double>()
+                                         : 1 - dt["memory_bound_fraction"].get<double>())));
+      r.push_back(fmt::format("{:.1f}", dt["tokens_per_s"].get<double>()));
+      r.push_back(dt["fits"].get<bool>() ? "yes" : "no");
+    }
+    t.rows.push_back(r);
+  };
+  for (const json &pt : p["points"]) {
+    addPhase(pt["prefill"]);
+    for (const json &dph : pt["decode"])
+      addPhase(dph);
+  }
+  h("phases (prefill = TTFT; decode = one token, time per output token)");
+  t.print(os, markdown);
+  os << "\n";
+
+  // Per group of the first point.
+  const json &first = p["points"][0];
+  for (const json *ph : {&first["prefill"], &first["decode"][0]}) {
+    Table g;
+    std::vector<std::string> gh = {"group", "layers", "params", "MACs",
+                                   "FLOPs", "bytes"};
+    for (const json &d : devices)
+      gh.push_back(d["id"].get<std::string>() + " time");
+    g.rows.push_back(gh);
+    for (const json &gr : (*ph)["groups"]) {
+      std::vector<std::string> r = {gr["group"].get<std::string>(),
+                                    fmt::format("{:.0f}", gr["layers"].get<double>()),
+                                    withCommas(gr["params"].get<double>()),
+                                    si(gr["cost"]["macs"].get<double>(), ""),
+                                    si(gr["cost"]["flops"].get<double>(), ""),
+                                    si(gr["cost"]["bytes"].get<double>(), "B")};
+      for (const json &d : devices)
+        r.push_back(seconds(gr["time_s"][d["id"].get<std::string>()].get<double>()));
+      g.rows.push_back(r);
+    }
+    h(fmt::format("per layer kind: {} (batch {}, seq {}, past {})",
+                  (*ph)["phase"].get<std::string>(), (*ph)["batch"].get<int64_t>(),
+                  (*ph)["seq"].get<int64_t>(), (*ph)["past"].get<int64_t>()));
+    g.print(os, markdown);
+    os << "\n";
+    if (perOp && ph->contains("ops")) {
+      Table o;
+      std::vector<std::string> oh = {"op", "group", "x", "MACs", "FLOPs",
+                                     "bytes"};
+      for (const json &d : devices)
+        oh.push_back(d["id"].get<std::string>() + " time");
+      o.rows.push_back(oh);
+      for (const json &op : (*ph)["ops"]) {
+        std::vector<std::string> r = {op["op"].get<std::string>(),
+                                      op["group"].get<std::string>(),
+                                      fmt::format("{:.0f}", op["instances"].get<double>()),
+                                      si(op["cost"]["macs"].get<double>(), ""),
+                                      si(op["cost"]["flops"].get<double>(), ""),
+                                      si(op["cost"]["bytes"].get<double>(), "B")};
+        for (const json &d : devices)
+          r.push_back(seconds(
+              op["devices"][d["id"].get<std::string>()]["time_s"].get<double>()));
+        o.rows.push_back(r);
+      }
+      h(fmt::format("per op: {}", (*ph)["phase"].get<std::string>()));
+      o.print(os, markdown);
+      os << "\n";
+    }
+  }
+}
+
+void renderCsv(const json &p, std::ostream &os) {
+  os << "phase,batch,seq,past,tokens,macs,flops,matmul_flops,transcendentals,"
+        "weight_bytes,activation_bytes,kv_read_bytes,kv_write_bytes,bytes,"
+        "kv_bytes,activated_params_expected,device,time_s,compute_s,memory_s,"
+        "comm_s,bound,tokens_per_s,memory_needed_bytes,fits\n";
+  for (const json &pt : p["points"]) {
+    std::vector<const json *> phases = {&pt["prefill"]};
+    for (const json &d : pt["decode"])
+      phases.push_back(&d);
+    for (const json *ph : phases) {
+      const json &c = (*ph)["cost"];
+      std::string base = fmt::format(
+          "{},{},{},{},{},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},"
+          "{:.17g},{:.17g},{:.17g},{:.17g},{:.17g}",
+          (*ph)["phase"].get<std::string>(), (*ph)["batch"].get<int64_t>(),
+          (*ph)["seq"].get<int64_t>(), (*ph)["past"].get<int64_t>(),
+          (*ph)["tokens"].get<int64_t>(), c["macs"].get<double>(),
+          c["flops"].get<double>(), c["matmul_flops"].get<double>(),
+          c["transcendentals"].get<double>(), c["weight_bytes"].get<double>(),
+          c["activation_bytes"].get<double>(), c["kv_read_bytes"].get<double>(),
+          c["kv_write_bytes"].get<double>(), c["bytes"].get<double>(),
+          (*ph)["kv_bytes"].get<double>(),
+          (*ph)["activated_params_expected"].get<double>());
+      if ((*ph)["devices"].empty())
+        os << base << ",,,,,,,,,\n";
+      for (auto it = (*ph)["devices"].begin(); it != (*ph)["devices"].end(); ++it) {
+        const json &d = it.value();
+        os << base
+           << fmt::format(",{},{:.17g},{:.17g},{:.17g},{:.17g},{},{:.17g},"
+                          "{:.17g},{}\n",
+                          it.key(), d["time_s"].get<double>(),
+                          d["compute_s"].get<double>(), d["memory_s"].get<double>(),
+                          d["comm_s"].get<double>(), d["bound"].get<std::string>(),
+                          d["tokens_per_s"].get<double>(),
+                          d["memory_needed_bytes"].get<double>(),
+                          d["fits"].get<bool>() ? "true" : "false");
+      }
+    }
+  }
+}
+
+} // namespace
+
+void renderProfile(const json &profile, const std::string &format, bool perOp,
+                   std::ostream &os) {
+  if (format == "json")
+    os << profile.dump(2) << "\n";
+  else if (format == "csv")
+    renderCsv(profile, os);
+  else
+    renderText(profile, perOp, os, format == "md");
+}
+
+} // namespace archc

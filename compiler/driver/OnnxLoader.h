@@ -1,0 +1,21 @@
+//===- OnnxLoader.h - Loading the ONNX back-end module ----------*- C++ -*-===//
+//
+// This file declares runOnnxBackend(), which loads libarchc-onnx.so (next
+// to the archc executable, or ARCHC_ONNX_MODULE) on first use and calls it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_DRIVER_ONNXLOADER_H
+#define ARCHC_DRIVER_ONNXLOADER_H
+
+#include "emit/OnnxEmitter.h"
+
+namespace archc {
+
+/// Emits ONNX through the back-end module. Reports and returns false when
+/// the module cannot be loaded or the emission fails.
+bool runOnnxBackend(const ir::Module &m, const OnnxEmitOptions &opts,
+                    DiagnosticEngine &diags, std::ostream &out);
+
+} // namespace archc
+
+#endif // ARCHC_DRIVER_ONNXLOADER_H
