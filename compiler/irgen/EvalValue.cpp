@@ -12,78 +12,82 @@ namespace archc {
 
 EvalValue EvalValue::boolean(bool b) {
   EvalValue v(Kind::Bool);
-  v.b = b;
+  v.data = b;
   return v;
 }
 EvalValue EvalValue::integer(int64_t i) {
   EvalValue v(Kind::Int);
-  v.i = i;
+  v.data = i;
   return v;
 }
 EvalValue EvalValue::floating(double f) {
   EvalValue v(Kind::Float);
-  v.f = f;
+  v.data = f;
   return v;
 }
 EvalValue EvalValue::string(std::string s) {
   EvalValue v(Kind::String);
-  v.s = std::move(s);
+  v.data = std::make_shared<const std::string>(std::move(s));
   return v;
 }
 EvalValue EvalValue::list(std::vector<EvalValue> elems) {
   EvalValue v(Kind::List);
-  v.elems = std::make_shared<std::vector<EvalValue>>(std::move(elems));
+  v.data = std::make_shared<const std::vector<EvalValue>>(std::move(elems));
   return v;
 }
 EvalValue EvalValue::tuple(std::vector<EvalValue> elems) {
   EvalValue v(Kind::Tuple);
-  v.elems = std::make_shared<std::vector<EvalValue>>(std::move(elems));
+  v.data = std::make_shared<const std::vector<EvalValue>>(std::move(elems));
   return v;
 }
 EvalValue EvalValue::dict(std::map<std::string, EvalValue> entries) {
   EvalValue v(Kind::Dict);
-  v.entries =
-      std::make_shared<std::map<std::string, EvalValue>>(std::move(entries));
+  v.data = std::make_shared<const std::map<std::string, EvalValue>>(
+      std::move(entries));
   return v;
 }
 EvalValue EvalValue::dim(ir::SymExpr d) {
   if (auto c = d.getConstant())
     return integer(*c);
   EvalValue v(Kind::Dim);
-  v.d = std::move(d);
+  v.data = std::make_shared<const ir::SymExpr>(std::move(d));
   return v;
 }
 EvalValue EvalValue::tensor(ir::Value *t) {
   EvalValue v(Kind::Tensor);
-  v.t = t;
+  v.data = t;
   return v;
 }
 EvalValue EvalValue::function(std::shared_ptr<Callable> fn) {
   EvalValue v(Kind::Function);
-  v.fn = std::move(fn);
+  v.data = std::move(fn);
   return v;
 }
 EvalValue EvalValue::index(std::string symbol, std::optional<int64_t> value) {
   EvalValue v(Kind::Index);
-  v.s = std::move(symbol);
-  v.idx = value;
+  v.data = IndexData{std::move(symbol), value};
   return v;
 }
 
 bool EvalValue::isInt() const {
-  return kind == Kind::Int || (kind == Kind::Index && idx.has_value());
+  return kind == Kind::Int ||
+         (kind == Kind::Index && std::get<IndexData>(data).value.has_value());
 }
 
 int64_t EvalValue::getInt() const {
   if (kind == Kind::Index)
-    return idx.value_or(0);
-  return i;
+    return std::get<IndexData>(data).value.value_or(0);
+  return std::get<int64_t>(data);
 }
 
 double EvalValue::getNumber() const {
   if (kind == Kind::Float)
-    return f;
+    return std::get<double>(data);
   return static_cast<double>(getInt());
+}
+
+const std::string &EvalValue::getString() const {
+  return *std::get<StrPtr>(data);
 }
 
 std::string EvalValue::typeName() const {
@@ -113,7 +117,7 @@ std::string EvalValue::typeName() const {
   case Kind::Tuple:
     return "tuple";
   case Kind::Index:
-    return idx ? "int" : "index";
+    return getIndexValue() ? "int" : "index";
   }
   return "?";
 }
@@ -125,45 +129,48 @@ std::string EvalValue::str() const {
   case Kind::None:
     return "none";
   case Kind::Bool:
-    return b ? "true" : "false";
+    return getBool() ? "true" : "false";
   case Kind::Int:
-    return std::to_string(i);
+    return std::to_string(getInt());
   case Kind::Float: {
-    std::string s = fmt::format("{}", f);
+    std::string s = fmt::format("{}", getNumber());
     if (s.find_first_of(".eni") == std::string::npos)
       s += ".0";
     return s;
   }
   case Kind::String:
-    return s;
+    return getString();
   case Kind::List:
   case Kind::Tuple: {
     std::string out = kind == Kind::List ? "[" : "(";
-    for (size_t k = 0; k < elems->size(); ++k) {
-      const EvalValue &e = (*elems)[k];
+    const auto &elems = getList();
+    for (size_t k = 0; k < elems.size(); ++k) {
+      const EvalValue &e = elems[k];
       out += (k ? ", " : "") +
-             (e.kind == Kind::String ? "\"" + e.s + "\"" : e.str());
+             (e.kind == Kind::String ? "\"" + e.getString() + "\"" : e.str());
     }
     return out + (kind == Kind::List ? "]" : ")");
   }
   case Kind::Dict: {
     std::string out = "{";
     bool first = true;
-    for (auto &[k, v] : *entries) {
+    for (auto &[k, v] : getDict()) {
       out += (first ? "" : ", ") + k + ": " +
-             (v.kind == Kind::String ? "\"" + v.s + "\"" : v.str());
+             (v.kind == Kind::String ? "\"" + v.getString() + "\"" : v.str());
       first = false;
     }
     return out + "}";
   }
   case Kind::Dim:
-    return d.str();
+    return getDim().str();
   case Kind::Tensor:
     return "<tensor>";
   case Kind::Function:
-    return "<function " + (fn ? fn->name : std::string()) + ">";
+    return "<function " + (getFunction() ? getFunction()->name : std::string()) +
+           ">";
   case Kind::Index:
-    return idx ? std::to_string(*idx) : "{" + s + "}";
+    return getIndexValue() ? std::to_string(*getIndexValue())
+                           : "{" + getIndexSymbol() + "}";
   }
   return "?";
 }
@@ -180,55 +187,71 @@ bool EvalValue::equals(const EvalValue &o) const {
   case Kind::None:
     return true;
   case Kind::Bool:
-    return b == o.b;
+    return getBool() == o.getBool();
   case Kind::String:
-    return s == o.s;
+    return getString() == o.getString();
   case Kind::List:
-  case Kind::Tuple:
-    if (elems->size() != o.elems->size())
+  case Kind::Tuple: {
+    const auto &a = getList(), &b = o.getList();
+    if (a.size() != b.size())
       return false;
-    for (size_t k = 0; k < elems->size(); ++k)
-      if (!(*elems)[k].equals((*o.elems)[k]))
+    for (size_t k = 0; k < a.size(); ++k)
+      if (!a[k].equals(b[k]))
         return false;
     return true;
-  case Kind::Dict:
-    if (entries->size() != o.entries->size())
+  }
+  case Kind::Dict: {
+    const auto &a = getDict(), &b = o.getDict();
+    if (a.size() != b.size())
       return false;
-    for (auto &[k, v] : *entries) {
-      auto it = o.entries->find(k);
-      if (it == o.entries->end() || !v.equals(it->second))
+    for (auto &[k, v] : a) {
+      auto it = b.find(k);
+      if (it == b.end() || !v.equals(it->second))
         return false;
     }
     return true;
+  }
   case Kind::Dim:
-    return d == o.d;
+    return getDim() == o.getDim();
   case Kind::Tensor:
-    return t == o.t;
+    return getTensor() == o.getTensor();
   case Kind::Function:
-    return fn == o.fn;
+    return getFunction() == o.getFunction();
   default:
     return false;
   }
 }
 
 EvalValue *Env::lookup(const std::string &name) {
-  for (Env *e = this; e; e = e->parent.get()) {
-    auto it = e->vars.find(name);
-    if (it != e->vars.end())
-      return &it->second;
-  }
+  for (Env *e = this; e; e = e->parent.get())
+    for (auto &[k, v] : e->vars)
+      if (k == name)
+        return &v;
   return nullptr;
 }
 
-void Env::assign(const std::string &name, EvalValue v) {
-  for (Env *e = this; e; e = e->parent.get()) {
-    auto it = e->vars.find(name);
-    if (it != e->vars.end()) {
-      it->second = std::move(v);
+void Env::define(const std::string &name, EvalValue v) {
+  for (auto &[k, old] : vars)
+    if (k == name) {
+      old = std::move(v);
       return;
     }
+  vars.emplace_back(name, std::move(v));
+}
+
+bool Env::hasLocal(const std::string &name) const {
+  for (auto &[k, v] : vars)
+    if (k == name)
+      return true;
+  return false;
+}
+
+void Env::assign(const std::string &name, EvalValue v) {
+  if (EvalValue *slot = lookup(name)) {
+    *slot = std::move(v);
+    return;
   }
-  vars[name] = std::move(v);
+  vars.emplace_back(name, std::move(v));
 }
 
 } // namespace archc

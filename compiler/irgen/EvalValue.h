@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace archc {
@@ -74,18 +75,28 @@ public:
   bool isInt() const;
   bool isNumber() const { return isInt() || kind == Kind::Float; }
 
-  bool getBool() const { return b; }
+  bool getBool() const { return std::get<bool>(data); }
   int64_t getInt() const;
   double getNumber() const;
-  const std::string &getString() const { return s; }
-  const std::vector<EvalValue> &getList() const { return *elems; }
-  const std::map<std::string, EvalValue> &getDict() const { return *entries; }
-  const ir::SymExpr &getDim() const { return d; }
-  ir::Value *getTensor() const { return t; }
-  const std::shared_ptr<Callable> &getFunction() const { return fn; }
+  const std::string &getString() const;
+  const std::vector<EvalValue> &getList() const {
+    return *std::get<ListPtr>(data);
+  }
+  const std::map<std::string, EvalValue> &getDict() const {
+    return *std::get<DictPtr>(data);
+  }
+  const ir::SymExpr &getDim() const { return *std::get<DimPtr>(data); }
+  ir::Value *getTensor() const { return std::get<ir::Value *>(data); }
+  const std::shared_ptr<Callable> &getFunction() const {
+    return std::get<std::shared_ptr<Callable>>(data);
+  }
   /// Index variables: placeholder symbol and optional concrete value.
-  const std::string &getIndexSymbol() const { return s; }
-  std::optional<int64_t> getIndexValue() const { return idx; }
+  const std::string &getIndexSymbol() const {
+    return std::get<IndexData>(data).symbol;
+  }
+  std::optional<int64_t> getIndexValue() const {
+    return std::get<IndexData>(data).value;
+  }
 
   /// The language's name for this value's type: `int`, `tensor`, `list`, ...
   std::string typeName() const;
@@ -95,18 +106,21 @@ public:
   bool equals(const EvalValue &o) const;
 
 private:
+  using StrPtr = std::shared_ptr<const std::string>;
+  using ListPtr = std::shared_ptr<const std::vector<EvalValue>>;
+  using DictPtr = std::shared_ptr<const std::map<std::string, EvalValue>>;
+  using DimPtr = std::shared_ptr<const ir::SymExpr>;
+  struct IndexData {
+    std::string symbol;
+    std::optional<int64_t> value;
+  };
   explicit EvalValue(Kind k) : kind(k) {}
   Kind kind;
-  bool b = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::shared_ptr<std::vector<EvalValue>> elems;
-  std::shared_ptr<std::map<std::string, EvalValue>> entries;
-  ir::SymExpr d;
-  ir::Value *t = nullptr;
-  std::shared_ptr<Callable> fn;
-  std::optional<int64_t> idx;
+  // One alternative per kind group; copies copy only the active one.
+  std::variant<std::monostate, bool, int64_t, double, StrPtr, ListPtr,
+               DictPtr, DimPtr, ir::Value *, std::shared_ptr<Callable>,
+               IndexData>
+      data;
 };
 
 /// A lexical environment: name -> value, with a parent chain.
@@ -117,18 +131,20 @@ public:
   /// Finds a binding in this env or its parents.
   EvalValue *lookup(const std::string &name);
   /// Binds in this env (shadowing parents).
-  void define(const std::string &name, EvalValue v) {
-    vars[name] = std::move(v);
-  }
+  void define(const std::string &name, EvalValue v);
   /// Rebinds where the name is found, else defines here.
   void assign(const std::string &name, EvalValue v);
-  bool hasLocal(const std::string &name) const { return vars.count(name); }
-  const std::map<std::string, EvalValue> &locals() const { return vars; }
+  bool hasLocal(const std::string &name) const;
+  /// Bindings of this env (not its parents), in definition order.
+  const std::vector<std::pair<std::string, EvalValue>> &locals() const {
+    return vars;
+  }
   std::shared_ptr<Env> getParent() const { return parent; }
 
 private:
   std::shared_ptr<Env> parent;
-  std::map<std::string, EvalValue> vars;
+  // Scopes hold a handful of names: a vector beats a map.
+  std::vector<std::pair<std::string, EvalValue>> vars;
 };
 
 } // namespace archc

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -144,6 +145,177 @@ bool exprUses(const ast::Expr &e, const std::string &name) {
     return false;
   }
 }
+/// Finds the expressions through which a loop variable can influence the IR
+/// of a layer: the maximal pure scalar expressions (literals, the variable,
+/// names not assigned in the body, operators, indexing, members and pure
+/// built-in functions) that mention it. Layers whose key expressions have
+/// equal values evaluate to identical bodies.
+class LayerKeyCollector {
+public:
+  LayerKeyCollector(const std::string &var, const std::vector<ast::StmtPtr> &body)
+      : var(var) {
+    std::vector<std::string> names;
+    collectAssigned(body, names);
+    unsafe.insert(names.begin(), names.end());
+    stmts(body);
+  }
+
+  bool ok = true;
+  std::vector<const ast::Expr *> keys;
+
+private:
+  const std::string &var;
+  std::set<std::string> unsafe;
+
+  bool pure(const ast::Expr &e) const {
+    switch (e.getKind()) {
+    case ast::Expr::Kind::Int:
+    case ast::Expr::Kind::Float:
+    case ast::Expr::Kind::String:
+    case ast::Expr::Kind::Bool:
+    case ast::Expr::Kind::None:
+      return true;
+    case ast::Expr::Kind::Name: {
+      const std::string &n = cast<ast::NameExpr>(&e)->name;
+      return n == var || (!unsafe.count(n) && n != "op");
+    }
+    case ast::Expr::Kind::List:
+      for (auto &x : cast<ast::ListExpr>(&e)->elems)
+        if (!pure(*x))
+          return false;
+      return true;
+    case ast::Expr::Kind::Member:
+      return pure(*cast<ast::MemberExpr>(&e)->base);
+    case ast::Expr::Kind::Index:
+      return pure(*cast<ast::IndexExpr>(&e)->base) &&
+             pure(*cast<ast::IndexExpr>(&e)->index);
+    case ast::Expr::Kind::Unary:
+      return pure(*cast<ast::UnaryExpr>(&e)->operand);
+    case ast::Expr::Kind::Binary:
+      return pure(*cast<ast::BinaryExpr>(&e)->lhs) &&
+             pure(*cast<ast::BinaryExpr>(&e)->rhs);
+    case ast::Expr::Kind::In:
+      return pure(*cast<ast::InExpr>(&e)->lhs) &&
+             pure(*cast<ast::InExpr>(&e)->rhs);
+    case ast::Expr::Kind::Cond:
+      return pure(*cast<ast::CondExpr>(&e)->cond) &&
+             pure(*cast<ast::CondExpr>(&e)->then) &&
+             pure(*cast<ast::CondExpr>(&e)->otherwise);
+    case ast::Expr::Kind::Call: {
+      auto *c = cast<ast::CallExpr>(&e);
+      auto *n = dyn_cast<ast::NameExpr>(c->callee.get());
+      static const std::set<std::string> pureFns = {
+          "len", "min", "max", "int", "float", "str", "get",
+          "sqrt", "log", "exp", "pow", "floor", "ceil"};
+      if (!n || !pureFns.count(n->name) || unsafe.count(n->name))
+        return false;
+      for (auto &a : c->args)
+        if (!pure(*a.value))
+          return false;
+      return true;
+    }
+    default:
+      return false;
+    }
+  }
+
+  void expr(const ast::Expr &e) {
+    if (!exprUses(e, var))
+      return;
+    if (pure(e)) {
+      keys.push_back(&e);
+      return;
+    }
+    switch (e.getKind()) {
+    case ast::Expr::Kind::List:
+      for (auto &x : cast<ast::ListExpr>(&e)->elems)
+        expr(*x);
+      return;
+    case ast::Expr::Kind::Member:
+      expr(*cast<ast::MemberExpr>(&e)->base);
+      return;
+    case ast::Expr::Kind::Call:
+      expr(*cast<ast::CallExpr>(&e)->callee);
+      for (auto &a : cast<ast::CallExpr>(&e)->args)
+        expr(*a.value);
+      return;
+    case ast::Expr::Kind::Index:
+      expr(*cast<ast::IndexExpr>(&e)->base);
+      expr(*cast<ast::IndexExpr>(&e)->index);
+      return;
+    case ast::Expr::Kind::Scope:
+      expr(*cast<ast::ScopeExpr>(&e)->inner);
+      return;
+    case ast::Expr::Kind::Unary:
+      expr(*cast<ast::UnaryExpr>(&e)->operand);
+      return;
+    case ast::Expr::Kind::Binary:
+      expr(*cast<ast::BinaryExpr>(&e)->lhs);
+      expr(*cast<ast::BinaryExpr>(&e)->rhs);
+      return;
+    case ast::Expr::Kind::In:
+      expr(*cast<ast::InExpr>(&e)->lhs);
+      expr(*cast<ast::InExpr>(&e)->rhs);
+      return;
+    case ast::Expr::Kind::Cond:
+      expr(*cast<ast::CondExpr>(&e)->cond);
+      expr(*cast<ast::CondExpr>(&e)->then);
+      expr(*cast<ast::CondExpr>(&e)->otherwise);
+      return;
+    case ast::Expr::Kind::Fn: {
+      auto *f = cast<ast::FnExpr>(&e);
+      for (auto &p : f->params)
+        unsafe.insert(p.name);
+      std::vector<std::string> names;
+      collectAssigned(f->body, names);
+      unsafe.insert(names.begin(), names.end());
+      stmts(f->body);
+      return;
+    }
+    default:
+      // A bare use in a non-pure context: the name itself is the key.
+      keys.push_back(&e);
+      return;
+    }
+  }
+
+  void stmts(const std::vector<ast::StmtPtr> &body) {
+    for (const auto &s : body) {
+      switch (s->getKind()) {
+      case ast::Stmt::Kind::Assign:
+        for (auto &t : cast<ast::AssignStmt>(s.get())->targets)
+          if (t.name == var)
+            ok = false;
+        expr(*cast<ast::AssignStmt>(s.get())->value);
+        break;
+      case ast::Stmt::Kind::AugAssign:
+        if (cast<ast::AugAssignStmt>(s.get())->target.name == var)
+          ok = false;
+        expr(*cast<ast::AugAssignStmt>(s.get())->value);
+        break;
+      case ast::Stmt::Kind::For:
+        ok = false;
+        break;
+      case ast::Stmt::Kind::If: {
+        auto *i = cast<ast::IfStmt>(s.get());
+        expr(*i->cond);
+        stmts(i->then);
+        stmts(i->otherwise);
+        break;
+      }
+      case ast::Stmt::Kind::Return:
+        for (auto &v : cast<ast::ReturnStmt>(s.get())->values)
+          expr(*v);
+        break;
+      case ast::Stmt::Kind::Check:
+        expr(*cast<ast::CheckStmt>(s.get())->cond);
+        break;
+      case ast::Stmt::Kind::Error:
+        break;
+      }
+    }
+  }
+};
 } // namespace
 
 Evaluator::Evaluator(const Program &program, DiagnosticEngine &diags,
@@ -580,45 +752,68 @@ Evaluator::Flow Evaluator::execStmt(const ast::Stmt &s,
   return Flow::Normal;
 }
 
-std::string Evaluator::blockSignature(const ir::Block &b) {
-  // A structural fingerprint: ops, attributes, result types and operand
-  // identities (block-local numbering; outer values by address).
-  std::ostringstream ss;
-  std::unordered_map<const ir::Value *, size_t> local;
-  for (const auto &arg : b.getArguments())
-    local[arg.get()] = local.size();
-  std::function<void(const ir::Block &)> visit = [&](const ir::Block &blk) {
-    for (const auto &arg : blk.getArguments())
-      if (!local.count(arg.get()))
-        local[arg.get()] = local.size();
-    for (const auto &op : blk.getOps()) {
-      ss << op->getMnemonic() << "(";
-      for (ir::Value *v : op->operands) {
-        auto it = local.find(v);
-        if (it != local.end())
-          ss << "%" << it->second << ",";
-        else
-          ss << "@" << static_cast<const void *>(v) << ",";
+namespace {
+/// Structural equality of two layer bodies: same ops, attributes, result
+/// types and operands, where values defined inside are matched by position
+/// and values from outside must be the same value.
+class BlockComparer {
+public:
+  bool equal(const ir::Block &a, const ir::Block &b) {
+    if (a.getArguments().size() != b.getArguments().size() ||
+        a.getOps().size() != b.getOps().size())
+      return false;
+    for (size_t i = 0; i < a.getArguments().size(); ++i)
+      map[a.getArgument(i)] = b.getArgument(i);
+    auto ia = a.getOps().begin(), ib = b.getOps().begin();
+    for (; ia != a.getOps().end(); ++ia, ++ib) {
+      const ir::Op &x = **ia, &y = **ib;
+      if (x.getKind() != y.getKind() || x.attrs.size() != y.attrs.size() ||
+          x.getNumOperands() != y.getNumOperands() ||
+          x.getNumResults() != y.getNumResults() ||
+          x.getRegions().size() != y.getRegions().size())
+        return false;
+      for (size_t k = 0; k < x.getNumOperands(); ++k) {
+        auto it = map.find(x.getOperand(k));
+        const ir::Value *want = it != map.end() ? it->second : x.getOperand(k);
+        if (want != y.getOperand(k))
+          return false;
       }
-      ss << "){";
-      for (auto &[k, v] : op->attrs)
-        ss << k << "=" << ir::attrStr(v) << ";";
-      ss << "}";
-      for (const auto &r : op->getResults()) {
-        local[r.get()] = local.size();
-        ss << r->type.str() << ";";
+      for (auto ax = x.attrs.begin(), ay = y.attrs.begin(); ax != x.attrs.end();
+           ++ax, ++ay)
+        if (ax->first != ay->first || !sameAttr(ax->second, ay->second))
+          return false;
+      for (size_t k = 0; k < x.getNumResults(); ++k) {
+        if (x.getResult(k)->type != y.getResult(k)->type)
+          return false;
+        map[x.getResult(k)] = y.getResult(k);
       }
-      for (const auto &region : op->getRegions()) {
-        ss << "[";
-        visit(*region);
-        ss << "]";
-      }
-      ss << "\n";
+      for (size_t k = 0; k < x.getRegions().size(); ++k)
+        if (!equal(*x.getRegions()[k], *y.getRegions()[k]))
+          return false;
     }
-  };
-  visit(b);
-  return ss.str();
-}
+    return true;
+  }
+
+private:
+  std::unordered_map<const ir::Value *, const ir::Value *> map;
+
+  static bool sameAttr(const ir::Attr &a, const ir::Attr &b) {
+    if (a.index() != b.index())
+      return false;
+    if (auto *da = std::get_if<std::shared_ptr<ir::AttrDict>>(&a)) {
+      const auto &db = std::get<std::shared_ptr<ir::AttrDict>>(b);
+      if ((*da)->entries.size() != db->entries.size())
+        return false;
+      for (auto x = (*da)->entries.begin(), y = db->entries.begin();
+           x != (*da)->entries.end(); ++x, ++y)
+        if (x->first != y->first || !sameAttr(x->second, y->second))
+          return false;
+      return true;
+    }
+    return a == b;
+  }
+};
+} // namespace
 
 Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
                                    const std::shared_ptr<Env> &env) {
@@ -670,20 +865,64 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
 
   struct Kind {
     std::unique_ptr<ir::Block> block;
-    std::string signature;
     std::vector<int64_t> layers;
   };
   std::vector<Kind> kinds;
   ir::Block *savedBlock = block;
   Flow result = Flow::Normal;
-  // A body that never reads the loop variable (only names weights with
-  // {i}) is the same for every layer: evaluate it once.
-  bool uniform = !stmtsUse(s.body, s.var.name);
+  // Layer keys: the values of the pure expressions through which the loop
+  // variable enters the body. Layers with equal keys evaluate to identical
+  // bodies, so each distinct key is evaluated once (a body that never reads
+  // the variable has the empty key: one evaluation for all layers).
+  LayerKeyCollector keyExprs(s.var.name, s.body);
+  struct Memo {
+    std::vector<EvalValue> key;
+    size_t kind;
+    std::vector<size_t> weightDecls; ///< {i} declarations of that layer
+  };
+  std::vector<Memo> memos;
   for (int64_t l = begin; l < end; ++l) {
+    // Compute this layer's key speculatively (no diagnostics kept).
+    std::vector<EvalValue> key;
+    bool keyed = keyExprs.ok;
+    if (keyed) {
+      auto probeEnv = std::make_shared<Env>(env);
+      probeEnv->define(s.var.name, EvalValue::index("i", l));
+      DiagnosticEngine::Checkpoint cp = diags.save();
+      for (const ast::Expr *k : keyExprs.keys) {
+        EvalValue v = eval(*k, probeEnv);
+        if (v.isPoison() || v.isTensor()) {
+          keyed = false;
+          break;
+        }
+        key.push_back(std::move(v));
+      }
+      diags.restore(cp);
+    }
+    if (keyed) {
+      const Memo *hit = nullptr;
+      for (const Memo &m : memos) {
+        bool same = m.key.size() == key.size();
+        for (size_t k = 0; same && k < key.size(); ++k)
+          same = m.key[k].equals(key[k]);
+        if (same) {
+          hit = &m;
+          break;
+        }
+      }
+      if (hit) {
+        kinds[hit->kind].layers.push_back(l);
+        for (size_t w : hit->weightDecls) {
+          module.weights[w].layers.push_back(l);
+          declared.emplace(std::make_pair(module.weights[w].pattern, l),
+                           module.weights[w].loc);
+        }
+        continue;
+      }
+    }
     std::vector<size_t> layersBefore;
-    if (uniform)
-      for (const ir::WeightDecl &w : module.weights)
-        layersBefore.push_back(w.layers.size());
+    for (const ir::WeightDecl &w : module.weights)
+      layersBefore.push_back(w.layers.size());
     auto body = std::make_unique<ir::Block>();
     auto inner = std::make_shared<Env>(env);
     inner->define(s.var.name, EvalValue::index("i", l));
@@ -712,42 +951,36 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
       result = Flow::Abort;
       break;
     }
-    // A weight without {i} in a loop would be redeclared by every layer:
-    // take the general path, which reports it.
-    if (uniform)
-      for (size_t w = layersBefore.size(); w < module.weights.size(); ++w)
-        if (module.weights[w].pattern.find("{i}") == std::string::npos)
-          uniform = false;
-    if (uniform) {
-      // Every other layer declares the same {i} weights.
-      for (size_t w = 0; w < module.weights.size(); ++w) {
-        ir::WeightDecl &decl = module.weights[w];
-        bool declaredNow = w >= layersBefore.size() ||
-                           decl.layers.size() > layersBefore[w];
-        if (!declaredNow)
-          continue;
-        for (int64_t other = l + 1; other < end; ++other) {
-          decl.layers.push_back(other);
-          declared.emplace(std::make_pair(decl.pattern, other), decl.loc);
-        }
+    // The {i} weights this layer declared (and whether it declared any
+    // weight without {i}, which a second layer would redeclare: such a body
+    // is always evaluated, so the duplicate is reported).
+    std::vector<size_t> decls;
+    bool reusable = keyed;
+    for (size_t w = 0; w < module.weights.size(); ++w) {
+      bool isNew = w >= layersBefore.size();
+      if (module.weights[w].pattern.find("{i}") == std::string::npos) {
+        if (isNew)
+          reusable = false;
+        continue;
       }
-      std::vector<int64_t> all;
-      for (int64_t k = begin; k < end; ++k)
-        all.push_back(k);
-      kinds.push_back({std::move(body), std::string(), all});
-      break;
+      if (isNew || module.weights[w].layers.size() > layersBefore[w])
+        decls.push_back(w);
     }
-    std::string sig = blockSignature(*body);
-    bool found = false;
-    for (Kind &k : kinds)
-      if (k.signature == sig) {
-        k.layers.push_back(l);
-        found = true;
+    size_t kindIndex = kinds.size();
+    for (size_t k = 0; k < kinds.size(); ++k)
+      if (BlockComparer().equal(*kinds[k].block, *body)) {
+        kindIndex = k;
         break;
       }
-    if (!found)
-      kinds.push_back({std::move(body), sig, {l}});
+    if (kindIndex == kinds.size())
+      kinds.push_back({std::move(body), {l}});
+    else
+      kinds[kindIndex].layers.push_back(l);
+    if (reusable)
+      memos.push_back({std::move(key), kindIndex, std::move(decls)});
   }
+  for (Kind &k : kinds)
+    std::sort(k.layers.begin(), k.layers.end());
   block = savedBlock;
   if (result == Flow::Abort)
     return Flow::Abort;
@@ -1217,9 +1450,9 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
 //===----------------------------------------------------------------------===//
 
 bool Evaluator::bindArgs(
-    const std::string &callee, const std::vector<std::string> &paramNames,
+    const std::string &callee, const std::vector<std::string_view> &paramNames,
     const std::vector<bool> &required,
-    const std::vector<std::pair<std::string, EvalValue>> &args,
+    const std::vector<CallArg> &args,
     const std::vector<SourceRange> &argRanges, SourceRange callRange,
     std::vector<BoundArg> &out) {
   out.assign(paramNames.size(), BoundArg());
@@ -1241,12 +1474,14 @@ bool Evaluator::bindArgs(
           paramNames.begin();
       if (k == paramNames.size()) {
         error(argRanges[i],
-              fmt::format("'{}' has no parameter named '{}'", callee, name));
+              fmt::format("'{}' has no parameter named '{}'", callee,
+                          std::string(name)));
         return false;
       }
       if (out[k].present) {
         error(argRanges[i],
-              fmt::format("argument '{}' given more than once", name));
+              fmt::format("argument '{}' given more than once",
+                          std::string(name)));
         return false;
       }
     }
@@ -1255,7 +1490,7 @@ bool Evaluator::bindArgs(
   for (size_t k = 0; k < paramNames.size(); ++k)
     if (!out[k].present && required[k]) {
       error(callRange, fmt::format("missing argument '{}' in call to '{}'",
-                                   paramNames[k], callee));
+                                   std::string(paramNames[k]), callee));
       return false;
     }
   return true;
@@ -1263,7 +1498,7 @@ bool Evaluator::bindArgs(
 
 EvalValue Evaluator::callFunction(
     const Callable &fn,
-    const std::vector<std::pair<std::string, EvalValue>> &args,
+    const std::vector<CallArg> &args,
     const std::vector<SourceRange> &argRanges, SourceRange callRange,
     const std::vector<EvalValue> *) {
   if (callDepth >= kMaxCallDepth) {
@@ -1272,8 +1507,10 @@ EvalValue Evaluator::callFunction(
                                  kMaxCallDepth, fn.name));
     return EvalValue::poison();
   }
-  std::vector<std::string> names;
+  std::vector<std::string_view> names;
   std::vector<bool> required;
+  names.reserve(fn.params->size());
+  required.reserve(fn.params->size());
   for (const ast::Param &p : *fn.params) {
     names.push_back(p.name);
     required.push_back(!p.defaultValue);
@@ -1323,13 +1560,13 @@ EvalValue Evaluator::evalCall(const ast::CallExpr &e,
   pendingCallScope.reset();
   // Evaluate arguments first (in the caller's scope); fn literals are
   // values and evaluated lazily by whoever calls them.
-  std::vector<std::pair<std::string, EvalValue>> args;
+  std::vector<CallArg> args;
   std::vector<SourceRange> ranges;
   bool poisoned = false;
   for (const ast::Arg &a : e.args) {
     EvalValue v = eval(*a.value, env);
     poisoned |= v.isPoison();
-    args.emplace_back(a.name, std::move(v));
+    args.push_back({a.name, std::move(v)});
     ranges.push_back(a.name.empty() ? a.value->getRange()
                                     : SourceRange(a.nameRange.begin,
                                                   a.value->getRange().end));
@@ -1365,8 +1602,10 @@ EvalValue Evaluator::evalCall(const ast::CallExpr &e,
       sig = lookupFunctionBuiltin(n->name);
   }
   if (sig) {
-    std::vector<std::string> names;
+    std::vector<std::string_view> names;
     std::vector<bool> required;
+    names.reserve(sig->params.size());
+    required.reserve(sig->params.size());
     for (const BuiltinParam &p : sig->params) {
       names.push_back(p.name);
       required.push_back(p.required);

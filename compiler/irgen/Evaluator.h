@@ -93,19 +93,25 @@ private:
                   SourceRange range);
 
   // Calls.
+  /// An evaluated call argument; `name` points into the AST (empty when
+  /// positional).
+  struct CallArg {
+    std::string_view name;
+    EvalValue value;
+  };
   struct BoundArg {
     EvalValue value;
     SourceRange range;
     bool present = false;
   };
   bool bindArgs(const std::string &callee,
-                const std::vector<std::string> &paramNames,
+                const std::vector<std::string_view> &paramNames,
                 const std::vector<bool> &required,
-                const std::vector<std::pair<std::string, EvalValue>> &args,
+                const std::vector<CallArg> &args,
                 const std::vector<SourceRange> &argRanges,
                 SourceRange callRange, std::vector<BoundArg> &out);
   EvalValue callFunction(const Callable &fn,
-                         const std::vector<std::pair<std::string, EvalValue>> &args,
+                         const std::vector<CallArg> &args,
                          const std::vector<SourceRange> &argRanges,
                          SourceRange callRange,
                          const std::vector<EvalValue> *extraLeading = nullptr);
@@ -127,7 +133,6 @@ private:
                          SourceRange range);
   EvalValue buildExperts(std::vector<BoundArg> &args, SourceRange range);
   std::string currentScope() const;
-  std::string blockSignature(const ir::Block &b);
 
   void error(SourceRange r, const std::string &msg);
 };

@@ -388,7 +388,7 @@ EvalValue Evaluator::buildExperts(std::vector<BoundArg> &args,
   ir::Block *savedBlock = block;
   block = body;
   expertCount = count;
-  std::vector<std::pair<std::string, EvalValue>> callArgs = {
+  std::vector<CallArg> callArgs = {
       {"", EvalValue::tensor(tokens)},
       {"", EvalValue::index("e", std::nullopt)}};
   std::vector<SourceRange> ranges = {args[4].range, args[4].range};

@@ -56,6 +56,22 @@ public:
     return error(range, fmt::format(f, std::forward<Args>(args)...));
   }
 
+  /// A point to roll back to: diagnostics reported after it can be dropped
+  /// (used when the evaluator tries an expression speculatively).
+  struct Checkpoint {
+    size_t pending, captured;
+    unsigned errors, suppressed;
+  };
+  Checkpoint save() const {
+    return {pending.size(), captured.size(), numErrors, suppressed};
+  }
+  void restore(const Checkpoint &c) {
+    pending.resize(c.pending);
+    captured.resize(c.captured);
+    numErrors = c.errors;
+    suppressed = c.suppressed;
+  }
+
   /// Prints pending diagnostics (in report order) when not capturing.
   void flush();
 
