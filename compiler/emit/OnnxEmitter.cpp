@@ -24,6 +24,12 @@
 
 namespace fs = std::filesystem;
 
+// onnx 1.12 exports the checker entry that takes a context (for the
+// model directory of external data) without declaring it in checker.h.
+namespace onnx::checker {
+void check_model(const ModelProto &model, CheckerContext &ctx);
+} // namespace onnx::checker
+
 namespace archc {
 
 namespace {
@@ -52,12 +58,16 @@ public:
   fs::path path;
 };
 
-bool checkModel(const std::string &modelPath, onnx::ModelProto &model,
+bool checkModel(const std::string &modelDir, onnx::ModelProto &model,
                 DiagnosticEngine &diags) {
   try {
-    onnx::checker::check_model(modelPath);
+    // Full check of the in-memory model; external data resolves against the
+    // directory it was written to.
+    onnx::checker::CheckerContext ctx;
+    ctx.set_model_dir(modelDir + "/");
+    onnx::checker::check_model(model, ctx);
     onnx::ShapeInferenceOptions opts(/*check_type=*/true, /*strict=*/1,
-                                     /*data_prop=*/true);
+                                     /*data_prop=*/false);
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        opts);
   } catch (const std::exception &e) {
@@ -144,7 +154,7 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   fs::path tmpModel = tmp.path / target.filename();
   if (!writeProto(model, tmpModel, diags))
     return false;
-  if (!checkModel(tmpModel.string(), model, diags))
+  if (!checkModel(tmp.path.string(), model, diags))
     return false;
 
   if (opts.text) {

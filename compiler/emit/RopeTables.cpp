@@ -56,6 +56,10 @@ bool computeRope(const ir::Op &op, int64_t headDim, RopeTables &out,
   double base = op.getFloat("theta", 10000.0);
   int64_t dim = op.getInt("dim", headDim);
   int64_t maxPos = op.getInt("max_positions", 0);
+  // The pretraining context: the scaling dict's entry, else the model's
+  // (Phi-3 keeps original_max_position_embeddings at the config's top
+  // level), else max_position_embeddings.
+  int64_t origDefault = op.getInt("original_max_positions", maxPos);
   out.rotaryDim = dim;
   out.base = base;
   out.maxPositions = maxPos;
@@ -99,10 +103,15 @@ bool computeRope(const ir::Op &op, int64_t headDim, RopeTables &out,
     }
   } else if (type == "llama3") {
     double factor, low, high, old;
+    if (!number(sc, "original_max_position_embeddings", old))
+      old = static_cast<double>(origDefault);
     if (!need("factor", factor) || !need("low_freq_factor", low) ||
-        !need("high_freq_factor", high) ||
-        !need("original_max_position_embeddings", old))
+        !need("high_freq_factor", high))
       return false;
+    if (old <= 0) {
+      error = "llama3 rope scaling needs original_max_position_embeddings";
+      return false;
+    }
     double lowWavelen = old / low, highWavelen = old / high;
     for (double &f : inv) {
       double wavelen = 2 * M_PI / f;
@@ -117,7 +126,7 @@ bool computeRope(const ir::Op &op, int64_t headDim, RopeTables &out,
     double factor = 0, orig = 0;
     bool hasFactor = number(sc, "factor", factor);
     if (!number(sc, "original_max_position_embeddings", orig))
-      orig = static_cast<double>(maxPos);
+      orig = static_cast<double>(origDefault);
     if (!hasFactor) {
       if (orig <= 0) {
         error = "yarn rope scaling needs 'factor'";
@@ -187,7 +196,7 @@ bool computeRope(const ir::Op &op, int64_t headDim, RopeTables &out,
     }
     double orig = 0, factor = 0;
     if (!number(sc, "original_max_position_embeddings", orig))
-      orig = static_cast<double>(maxPos);
+      orig = static_cast<double>(origDefault);
     if (!number(sc, "factor", factor))
       factor = orig > 0 ? static_cast<double>(maxPos) / orig : 1.0;
     double attn;

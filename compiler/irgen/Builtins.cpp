@@ -67,7 +67,8 @@ const std::vector<BuiltinSignature> &opTable() {
                  {req("x", "tensor"), req("positions", "tensor"),
                   req("theta", "float"), opt("dim", "int?"),
                   opt("interleaved", "bool"), opt("scaling", "dict?"),
-                  opt("max_positions", "int?")},
+                  opt("max_positions", "int?"),
+                  opt("original_max_positions", "int?")},
                  false, "rotary position embedding on [b, s, heads, d]"});
     t.push_back({"attention",
                  {req("q", "tensor"), req("k", "tensor"), req("v", "tensor"),

@@ -280,6 +280,7 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
       op->attrs["scaling"] = at;
     }
     setAttr(op, "max_positions", "max_positions");
+    setAttr(op, "original_max_positions", "original_max_positions");
     return EvalValue::tensor(op->getResult());
   }
   if (n == "attention") {
