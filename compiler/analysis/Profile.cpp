@@ -16,6 +16,8 @@
 //===----------------------------------------------------------------------===//
 #include "analysis/Profile.h"
 
+#include "ir/OpRules.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -86,8 +88,16 @@ double ModelFacts::kvBytesPerToken(double kvBits) const {
   double n = 0;
   for (const StateFacts &s : states)
     n += static_cast<double>(s.elementsPerToken) *
-         static_cast<double>(s.layers.size());
-  return n * kvBits / 8;
+         static_cast<double>(s.layers.size()) * (s.bits > 0 ? s.bits : kvBits);
+  return n / 8;
+}
+
+double ModelFacts::stateBytesPerSequence(double kvBits) const {
+  double n = 0;
+  for (const StateFacts &s : states)
+    n += static_cast<double>(s.elementsPerSequence) *
+         static_cast<double>(s.layers.size()) * (s.bits > 0 ? s.bits : kvBits);
+  return n / 8;
 }
 
 double ModelFacts::kvBytes(int64_t context, int64_t batch,
@@ -96,9 +106,11 @@ double ModelFacts::kvBytes(int64_t context, int64_t batch,
   for (const StateFacts &s : states) {
     int64_t tokens = s.window > 0 ? std::min(context, s.window) : context;
     n += static_cast<double>(s.elementsPerToken) *
-         static_cast<double>(s.layers.size()) * static_cast<double>(tokens);
+         static_cast<double>(s.layers.size()) * static_cast<double>(tokens) *
+         (s.bits > 0 ? s.bits : kvBits);
   }
-  return n * static_cast<double>(batch) * kvBits / 8;
+  n += stateBytesPerSequence(kvBits) * 8;
+  return n * static_cast<double>(batch) / 8;
 }
 
 namespace {
@@ -110,7 +122,8 @@ int64_t staticElements(const ir::TensorType &t) {
 /// The attention op that reads a cache op's keys/values, if any.
 const ir::Op *attentionReading(const ir::Block &b, const ir::Value *v) {
   for (const auto &op : b.getOps())
-    if (op->getKind() == OpKind::Attention)
+    if (op->getKind() == OpKind::Attention ||
+        op->getKind() == OpKind::MlaAttention)
       for (const ir::Value *o : op->operands)
         if (o == v)
           return op.get();
@@ -154,6 +167,20 @@ ModelFacts computeModelFacts(const ir::Module &m) {
           if (const ir::Op *attn = attentionReading(*region, inner->getResult(0)))
             s.window = attn->getInt("window", 0);
           f.states.push_back(s);
+        }
+        if (inner->getFamily() == ir::OpFamily::Recurrent) {
+          ir::TensorType t;
+          if (ir::recurrentStateType(*inner, t)) {
+            StateFacts s;
+            s.name = inner->getString("state");
+            s.layers = region->layers;
+            s.elementsPerSequence = 1;
+            for (size_t i = 1; i < t.rank(); ++i)
+              s.elementsPerSequence *= t.dims[i].getConstant().value_or(0);
+            if (t.dtype == ir::DType::F32 && inner->getKind() == OpKind::DeltaRule)
+              s.bits = 32;
+            f.states.push_back(s);
+          }
         }
         if (inner->getKind() == OpKind::Experts) {
           MoeFacts mf;
@@ -252,6 +279,11 @@ public:
     }
     case OpKind::Attention:
       return attention(op, block);
+    case OpKind::MlaAttention:
+      return mla(op);
+    case OpKind::CausalConv:
+    case OpKind::DeltaRule:
+      return recurrent(op);
     case OpKind::Cache: {
       const ir::Value *x = op.getOperand(0);
       c.kvWriteBytes = elements(x->type) * bits.kvBits / 8;
@@ -386,21 +418,7 @@ private:
     double dk = dim(q.dims[3]), dv = dim(v.dims[3]);
     double t = dim(k.dims[1]), hk = dim(k.dims[2]);
     double w = static_cast<double>(op.getInt("window", 0));
-    // Keys visited: query j (0-based) sits at position t - s + j.
-    double keys;
-    if (!op.getBool("causal", true)) {
-      keys = s * t;
-    } else {
-      double base = t - s + 1; // keys of the first query
-      if (w <= 0) {
-        keys = s * base + s * (s - 1) / 2;
-      } else if (base >= w) {
-        keys = s * w;
-      } else {
-        double n1 = std::min(s, w - base + 1);
-        keys = n1 * base + n1 * (n1 - 1) / 2 + (s - n1) * w;
-      }
-    }
+    double keys = visitedKeys(s, t, w, op.getBool("causal", true));
     c.macs = b * h * (dk + dv) * keys;
     c.matmulFlops = 2 * c.macs;
     double scores = b * h * keys;
@@ -421,6 +439,100 @@ private:
     for (size_t i = 3; i < op.getNumOperands(); ++i)
       read(op.getOperand(i), c);
     write(op.getResult(), c);
+    return c;
+  }
+
+  /// Keys a causal (sliding-window) kernel visits for s queries over t
+  /// keys, query j at position t - s + j.
+  static double visitedKeys(double s, double t, double w, bool causal) {
+    if (!causal)
+      return s * t;
+    double base = t - s + 1; // keys of the first query
+    if (w <= 0)
+      return s * base + s * (s - 1) / 2;
+    if (base >= w)
+      return s * w;
+    double n1 = std::min(s, w - base + 1);
+    return n1 * base + n1 * (n1 - 1) / 2 + (s - n1) * w;
+  }
+
+  /// MLA: the cheaper of the two exact forms a serving kernel chooses
+  /// between, per call:
+  ///   expanded: up-project all T cached latents to per-head K/V
+  ///             (T c H (dn + dv)), then attention over dn + dr + dv;
+  ///   absorbed: fold U_K into the query (S H dn c), attend over the latent
+  ///             as one shared head (keys (c + dr) + keys c), apply U_V
+  ///             (S H c dv).
+  /// The cache read is the latent and the rope key, once.
+  Cost mla(const ir::Op &op) const {
+    Cost c;
+    const ir::TensorType &qn = op.getOperand(0)->type;
+    const ir::TensorType &qr = op.getOperand(1)->type;
+    const ir::TensorType &lat = op.getOperand(2)->type;
+    double b = dim(qn.dims[0]), s = dim(qn.dims[1]), h = dim(qn.dims[2]);
+    double dn = dim(qn.dims[3]), dr = dim(qr.dims[3]);
+    double t = dim(lat.dims[1]), lc = dim(lat.dims[2]);
+    double dv = static_cast<double>(op.getInt("v_dim"));
+    double keys = visitedKeys(s, t, 0, op.getBool("causal", true));
+    double expanded = b * t * lc * h * (dn + dv) + b * h * keys * (dn + dr + dv);
+    double absorbed = b * s * h * dn * lc + b * h * keys * (lc + dr) +
+                      b * h * keys * lc + b * s * h * lc * dv;
+    c.macs = std::min(expanded, absorbed);
+    c.matmulFlops = 2 * c.macs;
+    double scores = b * h * keys;
+    c.flops = c.matmulFlops + scores * (2 + 5);
+    c.transcendentals = scores;
+    double kvElems = b * t * (lc + dr);
+    bool cached = op.getOperand(2)->getDefiningOp() &&
+                  op.getOperand(2)->getDefiningOp()->getKind() == OpKind::Cache;
+    if (cached)
+      c.kvReadBytes = kvElems * bits.kvBits / 8;
+    else
+      c.activationBytes += kvElems * bits.activationBits / 8;
+    read(op.getOperand(0), c);
+    read(op.getOperand(1), c);
+    read(op.getOperand(4), c); // kv_b weight, once
+    for (size_t i = 5; i < op.getNumOperands(); ++i)
+      read(op.getOperand(i), c);
+    write(op.getResult(), c);
+    return c;
+  }
+
+  /// Linear-attention state ops: work per token is constant; the state is
+  /// read and written once per call (a fused kernel keeps it on chip).
+  Cost recurrent(const ir::Op &op) const {
+    Cost c;
+    size_t base = ir::baseOperandCount(op);
+    for (size_t i = 0; i < base; ++i)
+      read(op.getOperand(i), c);
+    write(op.getResult(0), c);
+    if (op.getBool("masked"))
+      read(op.operands.back(), c);
+    ir::TensorType state;
+    ir::recurrentStateType(op, state);
+    double stateElems = elements(state);
+    if (op.getKind() == OpKind::CausalConv) {
+      const ir::TensorType &x = op.getOperand(0)->type;
+      double kernel = dim(op.getOperand(1)->type.dims.back());
+      c.macs = elements(x) * kernel;
+      c.matmulFlops = c.flops = 2 * c.macs;
+      double stateBits = bits.kvBits;
+      c.kvReadBytes = stateElems * stateBits / 8;
+      c.kvWriteBytes = stateElems * stateBits / 8;
+      return c;
+    }
+    const ir::TensorType &k = op.getOperand(1)->type;
+    const ir::TensorType &v = op.getOperand(2)->type;
+    double b = dim(v.dims[0]), s = dim(v.dims[1]), hv = dim(v.dims[2]);
+    double dk = dim(k.dims[3]), dv = dim(v.dims[3]);
+    // Per token and value head: S^T k, k d^T and S^T q (3 dk dv MACs), the
+    // decay of S (dk dv), the delta (2 dv), one exp.
+    c.macs = 3 * b * s * hv * dk * dv;
+    c.matmulFlops = 2 * c.macs;
+    c.flops = c.matmulFlops + b * s * hv * (dk * dv + 2 * dv);
+    c.transcendentals = b * s * hv;
+    c.kvReadBytes = stateElems * 32 / 8; // float32 state
+    c.kvWriteBytes = stateElems * 32 / 8;
     return c;
   }
 

@@ -57,12 +57,16 @@ struct OpProfile {
   Cost cost; ///< total over instances
 };
 
-/// A stateful op's cache (e.g. K or V of one layer kind).
+/// A stateful op's cache (e.g. K or V of one layer kind) or constant-size
+/// state (a conv or recurrent state).
 struct StateFacts {
-  std::string name;          ///< "key", "value", ...
+  std::string name;          ///< "key", "value", "compressed_kv", ...
   std::vector<int64_t> layers;
-  int64_t elementsPerToken = 0; ///< per sequence, per layer
-  int64_t window = 0;           ///< 0 = grows without bound
+  int64_t elementsPerToken = 0;    ///< growing state, per sequence and layer
+  int64_t elementsPerSequence = 0; ///< constant state, per sequence and layer
+  int64_t window = 0;              ///< 0 = grows without bound
+  double bits = 0; ///< storage bits when fixed by the op (f32 recurrent
+                   ///< state); 0 = the runtime's KV bits
 };
 
 /// A mixture-of-experts layer kind.
@@ -91,8 +95,10 @@ struct ModelFacts {
   int64_t worstCaseActivatedParams(int64_t tokens) const;
   /// KV/state bytes per token of context (unwindowed growth).
   double kvBytesPerToken(double kvBits) const;
+  /// Constant-size state bytes per sequence (conv and recurrent states).
+  double stateBytesPerSequence(double kvBits) const;
   /// KV/state bytes for `batch` sequences of `context` tokens (windowed
-  /// layers capped at their window).
+  /// layers capped at their window, constant states included).
   double kvBytes(int64_t context, int64_t batch, double kvBits) const;
 };
 

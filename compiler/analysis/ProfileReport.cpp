@@ -213,13 +213,17 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
              {"hidden", facts.hidden},
              {"weight_bytes", static_cast<double>(facts.params) *
                                   rt.effectiveWeightBits() / 8},
-             {"kv_bytes_per_token", facts.kvBytesPerToken(rt.kvBits)}};
+             {"kv_bytes_per_token", facts.kvBytesPerToken(rt.kvBits)},
+             {"state_bytes_per_sequence",
+              facts.stateBytesPerSequence(rt.kvBits)}};
   json states = json::array();
   for (const StateFacts &s : facts.states)
     states.push_back(json{{"name", s.name},
                           {"layers", ir::formatLayers(s.layers)},
                           {"num_layers", s.layers.size()},
                           {"elements_per_token", s.elementsPerToken},
+                          {"elements_per_sequence", s.elementsPerSequence},
+                          {"bits", s.bits > 0 ? s.bits : rt.kvBits},
                           {"window", s.window}});
   model["states"] = states;
   json moe = json::array();
@@ -375,6 +379,10 @@ void renderText(const json &p, bool perOp, std::ostream &os, bool markdown) {
   facts.rows.push_back({"weight bytes", withCommas(m["weight_bytes"].get<double>())});
   facts.rows.push_back({"KV/state bytes / token",
                         withCommas(m["kv_bytes_per_token"].get<double>())});
+  if (m["state_bytes_per_sequence"].get<double>() > 0)
+    facts.rows.push_back(
+        {"constant state bytes / sequence",
+         withCommas(m["state_bytes_per_sequence"].get<double>())});
   facts.rows.push_back({"layers", withCommas(m["layers"].get<double>())});
   facts.print(os, markdown);
   os << "\n";

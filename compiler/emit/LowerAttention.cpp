@@ -182,7 +182,9 @@ std::string OnnxLowering::storageOf(const ir::Value *v) {
 }
 
 std::string OnnxLowering::allowedMask(const ir::Op &attn,
-                                      const std::string &q) {
+                                      const std::string &q,
+                                      const std::string &keys,
+                                      int64_t keysAxis) {
   bool causal = attn.getBool("causal", true);
   int64_t window = attn.getInt("window", 0);
   bool masked = attn.getBool("masked");
@@ -199,11 +201,10 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn,
   (void)key;
   // Lengths: total keys T (from the padding mask, or the key state) and
   // queries S; query j sits at absolute index T - S + j.
-  std::string k = storageOf(attn.getOperand(1));
   std::string total =
       masked ? b.node("Gather", {b.node("Shape", {padding}), b.i64Scalar(1)},
                       {OnnxAttr::integer("axis", 0)})
-             : b.node("Gather", {b.node("Shape", {k}), b.i64Scalar(2)},
+             : b.node("Gather", {b.node("Shape", {keys}), b.i64Scalar(keysAxis)},
                       {OnnxAttr::integer("axis", 0)});
   std::string s = b.node("Gather", {b.node("Shape", {q}), b.i64Scalar(1)},
                          {OnnxAttr::integer("axis", 0)});
@@ -261,7 +262,7 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
     std::string c = b.f32Scalar(static_cast<float>(op.getFloat("softcap")));
     scores = b.node("Mul", {b.node("Tanh", {b.node("Div", {scores, c})}), c});
   }
-  std::string allowed = allowedMask(op, q);
+  std::string allowed = allowedMask(op, q, storageOf(op.getOperand(1)), 2);
   scores = b.node("Where", {allowed, scores, b.f32Scalar(-FLT_MAX)});
   std::string probs;
   if (op.getBool("sinks")) {

@@ -86,7 +86,10 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
                              b.node("Shape", {grouped})}),
            b.node("Shape", {select})},
           {OnnxAttr::integer("allowzero", 1)});
-      select = b.node("Where", {keptExperts, select, b.f32Scalar(-FLT_MAX)});
+      // Experts of dropped groups score 0, as Hugging Face's DeepSeek-V3
+      // router does (the reference code uses -inf; the two differ only
+      // when a kept expert's biased score is negative).
+      select = b.node("Where", {keptExperts, select, b.f32Scalar(0.0f)});
     }
     auto tk = topk(select, k);
     indices = tk[1];

@@ -34,7 +34,7 @@ int32_t onnxDType(const std::string &n) {
 }
 
 std::string GraphBuilder::fresh(const std::string &hint) {
-  return (hint.empty() ? std::string("t") : hint) + "_" +
+  return prefix + (hint.empty() ? std::string("t") : hint) + "_" +
          std::to_string(counter++);
 }
 
@@ -79,6 +79,10 @@ std::vector<std::string> GraphBuilder::nodeN(
     case OnnxAttr::String:
       p->set_type(onnx::AttributeProto_AttributeType_STRING);
       p->set_s(a.s);
+      break;
+    case OnnxAttr::Graph:
+      p->set_type(onnx::AttributeProto_AttributeType_GRAPH);
+      *p->mutable_g() = *a.g;
       break;
     }
   }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ namespace archc {
 
 /// An attribute for GraphBuilder::node.
 struct OnnxAttr {
-  enum Kind { Int, Float, Ints, String, Floats };
+  enum Kind { Int, Float, Ints, String, Floats, Graph };
   std::string name;
   Kind kind = Int;
   int64_t i = 0;
@@ -28,6 +29,7 @@ struct OnnxAttr {
   std::vector<int64_t> ints;
   std::vector<float> floats;
   std::string s;
+  std::shared_ptr<onnx::GraphProto> g;
 
   static OnnxAttr integer(std::string n, int64_t v) {
     OnnxAttr a;
@@ -50,6 +52,13 @@ struct OnnxAttr {
     a.ints = std::move(v);
     return a;
   }
+  static OnnxAttr graph(std::string n, onnx::GraphProto body) {
+    OnnxAttr a;
+    a.name = std::move(n);
+    a.kind = Graph;
+    a.g = std::make_shared<onnx::GraphProto>(std::move(body));
+    return a;
+  }
   static OnnxAttr str(std::string n, std::string v) {
     OnnxAttr a;
     a.name = std::move(n);
@@ -61,7 +70,10 @@ struct OnnxAttr {
 
 class GraphBuilder {
 public:
-  explicit GraphBuilder(onnx::GraphProto &g) : graph(g) {}
+  /// Builds into `g`; generated names start with `prefix` (subgraphs use
+  /// one so their names never collide with the outer graph's).
+  explicit GraphBuilder(onnx::GraphProto &g, std::string prefix = "")
+      : graph(g), prefix(std::move(prefix)) {}
 
   /// Adds a node; returns its output names (`outputs` of them).
   std::vector<std::string> nodeN(const std::string &op,
@@ -95,6 +107,7 @@ public:
 
 private:
   onnx::GraphProto &graph;
+  std::string prefix;
   size_t counter = 0;
   std::map<std::string, std::string> constCache;
 };

@@ -220,7 +220,11 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
   case ir::OpFamily::Cache:
     return lowerCache(op);
   case ir::OpFamily::Attention:
-    return lowerAttention(op);
+    return op.getKind() == OpKind::MlaAttention ? lowerMlaAttention(op)
+                                                : lowerAttention(op);
+  case ir::OpFamily::Recurrent:
+    return op.getKind() == OpKind::CausalConv ? lowerCausalConv(op)
+                                              : lowerDeltaRule(op);
   case ir::OpFamily::Route:
     return lowerRoute(op);
   case ir::OpFamily::Experts:

@@ -5,7 +5,8 @@
 // RMSNorm, RoPE, attention (GQA, causal/sliding/padding masks), MoE routing
 // and expert dispatch are decomposed. Weights become initializers named by
 // their checkpoint names (through WeightPlan). Per op family, the lowering
-// lives in LowerMath.cpp, LowerAttention.cpp and LowerMoe.cpp.
+// lives in LowerMath.cpp, LowerAttention.cpp, LowerMla.cpp,
+// LowerRecurrent.cpp and LowerMoe.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_EMIT_ONNXLOWERING_H
@@ -84,7 +85,21 @@ private:
   bool lowerCache(const ir::Op &op);
   bool lowerAttention(const ir::Op &op);
   std::string storageOf(const ir::Value *v);
-  std::string allowedMask(const ir::Op &attn, const std::string &q);
+  /// The boolean mask of allowed (query, key) pairs, broadcastable to
+  /// [B, Hkv, G, S, T]; `keys` with its sequence axis gives T when the op
+  /// reads no padding mask.
+  std::string allowedMask(const ir::Op &attn, const std::string &q,
+                          const std::string &keys, int64_t keysAxis);
+
+  // LowerMla.cpp.
+  bool lowerMlaAttention(const ir::Op &op);
+
+  // LowerRecurrent.cpp.
+  bool lowerCausalConv(const ir::Op &op);
+  bool lowerDeltaRule(const ir::Op &op);
+  /// The padding mask of the op's new tokens as [B, S, 1] in the activation
+  /// type (1 = real token), or "" when the op reads no mask.
+  std::string newTokenMask(const ir::Op &op, const std::string &x);
 
   // LowerMoe.cpp.
   bool lowerRoute(const ir::Op &op);

@@ -44,6 +44,7 @@ enum class OpFamily {
   Rope,
   Attention,
   Cache,
+  Recurrent,
   Route,
   Experts,
   Control

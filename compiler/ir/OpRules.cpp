@@ -78,6 +78,8 @@ bool verifyOp(const Op &op, DiagnosticEngine &d) {
   case OpFamily::Attention:
   case OpFamily::Cache:
     return verifyAttention(op, d);
+  case OpFamily::Recurrent:
+    return verifyRecurrent(op, d);
   case OpFamily::Route:
   case OpFamily::Experts:
     return verifyMoe(op, d);
@@ -104,6 +106,8 @@ bool inferOpTypes(Op &op, DiagnosticEngine &d) {
   case OpFamily::Attention:
   case OpFamily::Cache:
     return inferAttention(op, d);
+  case OpFamily::Recurrent:
+    return inferRecurrent(op, d);
   case OpFamily::Route:
   case OpFamily::Experts:
     return inferMoe(op, d);

@@ -6,7 +6,8 @@
 //   Elementwise.cpp  binary/unary elementwise ops, softmax
 //   Linear.cpp       matmul, gather, norms
 //   Shape.cpp        reshape, transpose, split, concat, slice
-//   Attention.cpp    rope, attention, cache
+//   Attention.cpp    rope, attention, mla_attention, cache
+//   Recurrent.cpp    causal_conv1d, delta_rule (constant-size state)
 //   Moe.cpp          route, experts
 //   Structure.cpp    leaves and control ops
 // Errors point at the op's .arch location, with notes for the composite
@@ -32,6 +33,15 @@ bool inferOpTypes(Op &op, DiagnosticEngine &diags);
 void reportOpError(DiagnosticEngine &diags, const Op &op,
                    const std::string &message);
 
+/// The decode-time state of a Recurrent-family op (causal_conv1d,
+/// delta_rule): its type, constant in the sequence length. False when the
+/// operand types are not known yet.
+bool recurrentStateType(const Op &op, TensorType &out);
+
+/// Number of operands a Recurrent or attention-family op has before the
+/// optional past state and padding mask the passes append.
+size_t baseOperandCount(const Op &op);
+
 /// Broadcasts two shapes numpy-style; false when incompatible.
 bool broadcastShapes(const std::vector<SymExpr> &a,
                      const std::vector<SymExpr> &b, std::vector<SymExpr> &out);
@@ -52,6 +62,8 @@ bool verifyShapeOp(const Op &op, DiagnosticEngine &d);
 bool inferShapeOp(Op &op, DiagnosticEngine &d);
 bool verifyAttention(const Op &op, DiagnosticEngine &d);
 bool inferAttention(Op &op, DiagnosticEngine &d);
+bool verifyRecurrent(const Op &op, DiagnosticEngine &d);
+bool inferRecurrent(Op &op, DiagnosticEngine &d);
 bool verifyMoe(const Op &op, DiagnosticEngine &d);
 bool inferMoe(Op &op, DiagnosticEngine &d);
 bool verifyStructure(const Op &op, DiagnosticEngine &d);

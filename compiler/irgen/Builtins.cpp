@@ -76,8 +76,25 @@ const std::vector<BuiltinSignature> &opTable() {
                   opt("scale", "float?"), opt("softcap", "float?"),
                   opt("sinks", "tensor?")},
                  false, "scaled dot-product attention core (GQA aware)"});
+    t.push_back({"mla_attention",
+                 {req("q_nope", "tensor"), req("q_pe", "tensor"),
+                  req("latent", "tensor"), req("k_pe", "tensor"),
+                  req("kv_weight", "tensor"), req("v_dim", "int"),
+                  opt("scale", "float?"), opt("causal", "bool")},
+                 false, "multi-head latent attention over a cached latent"});
     t.push_back({"cache", {req("x", "tensor"), req("name", "string")}, false,
                  "decode-time state that grows along the sequence"});
+    t.push_back({"causal_conv1d",
+                 {req("x", "tensor"), req("weight", "tensor"),
+                  opt("state", "string")},
+                 false, "depthwise causal convolution over the sequence "
+                        "(state: the last kernel - 1 inputs)"});
+    t.push_back({"delta_rule",
+                 {req("q", "tensor"), req("k", "tensor"), req("v", "tensor"),
+                  req("g", "tensor"), req("beta", "tensor"),
+                  opt("state", "string")},
+                 false, "gated delta-rule recurrence (state: [heads, dk, dv] "
+                        "in float32)"});
     t.push_back({"route",
                  {req("logits", "tensor"), req("top_k", "int"),
                   opt("scoring", "string"), opt("order", "string"),

@@ -300,6 +300,52 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
       op->attrs["sinks"] = true;
     return EvalValue::tensor(op->getResult());
   }
+  if (n == "mla_attention") {
+    std::vector<ir::Value *> operands = {tensorArg("q_nope"), tensorArg("q_pe"),
+                                         tensorArg("latent"), tensorArg("k_pe"),
+                                         tensorArg("kv_weight")};
+    for (ir::Value *v : operands)
+      if (!v)
+        return EvalValue::poison();
+    ir::Op *op = createOp(OpKind::MlaAttention, operands, range);
+    op->attrs["causal"] = !present("causal") || arg("causal").value.getBool();
+    op->attrs["v_dim"] = arg("v_dim").value.getInt();
+    setAttr(op, "scale", "scale");
+    return EvalValue::tensor(op->getResult());
+  }
+  if (n == "causal_conv1d" || n == "delta_rule") {
+    bool conv = n == "causal_conv1d";
+    std::vector<std::string> names =
+        conv ? std::vector<std::string>{"x", "weight"}
+             : std::vector<std::string>{"q", "k", "v", "g", "beta"};
+    std::vector<ir::Value *> operands;
+    for (const std::string &name : names) {
+      ir::Value *v = tensorArg(name);
+      if (!v)
+        return EvalValue::poison();
+      operands.push_back(v);
+    }
+    std::string state = present("state") ? arg("state").value.getString()
+                        : conv           ? std::string("conv_state")
+                                         : std::string("recurrent_state");
+    if (state.empty() || state.find_first_of(" ./{}") != std::string::npos) {
+      error(arg("state").range,
+            fmt::format("op.{}: state name '{}' must be a plain word such as "
+                        "\"conv_state\"",
+                        n, state));
+      return EvalValue::poison();
+    }
+    if (!layer) {
+      error(range, fmt::format("op.{} must be used inside a layer loop "
+                               "(decode-time state is per layer)",
+                               n));
+      return EvalValue::poison();
+    }
+    ir::Op *op = createOp(conv ? OpKind::CausalConv : OpKind::DeltaRule,
+                          operands, range);
+    op->attrs["state"] = state;
+    return EvalValue::tensor(op->getResult());
+  }
   if (n == "cache") {
     ir::Value *x = tensorArg("x");
     if (!x)

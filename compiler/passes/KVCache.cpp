@@ -8,8 +8,11 @@
 //   state_out "present.{i}.<name>" %present
 // and the graph gains the per-layer state inputs/outputs. Rank-4 states
 // ([batch, seq, heads, d]) are stored [batch, heads, seq, d], the layout of
-// onnxruntime-genai and Optimum. Then `attention_mask` [batch, past + seq]
-// is added and read by every attention op. Run after shape-inference (the
+// onnxruntime-genai and Optimum. Ops of constant-size state
+// (causal_conv1d, delta_rule) get the same I/O with their own state type
+// (`past_key_values.{i}.conv_state`, `.recurrent_state`) and a second result,
+// the present state. Then `attention_mask` [batch, past + seq] is added and
+// read by every attention and recurrent op. Run after shape-inference (the
 // state types come from the cached values) and run shape-inference again
 // afterwards.
 //
@@ -45,35 +48,49 @@ public:
         auto &ops = region->getOps();
         for (auto it = ops.begin(); it != ops.end(); ++it) {
           Op &op = **it;
-          if (op.getKind() != OpKind::Cache)
+          bool recurrent = op.getFamily() == OpFamily::Recurrent;
+          if (op.getKind() != OpKind::Cache && !recurrent)
             continue;
-          if (op.getNumOperands() != 1) {
+          if (recurrent ? op.getBool("has_past") : op.getNumOperands() != 1) {
             reportOpError(ctx.diags, op, "already has a past state (kv-cache "
                                          "ran twice?)");
             return false;
           }
-          std::string name = op.getString("name");
+          std::string name =
+              op.getString(recurrent ? "state" : "name");
           if (!names.insert(name).second) {
             reportOpError(ctx.diags, op,
-                          fmt::format("two caches named '{}' in one layer",
+                          fmt::format("two states named '{}' in one layer",
                                       name));
             return false;
           }
-          const TensorType &x = op.getOperand(0)->type;
-          if (!x.known) {
-            reportOpError(ctx.diags, op,
-                          "state type unknown: run shape-inference before "
-                          "kv-cache");
-            return false;
+          TensorType pastType, presentType;
+          if (recurrent) {
+            if (!recurrentStateType(op, pastType)) {
+              reportOpError(ctx.diags, op,
+                            "state type unknown: run shape-inference before "
+                            "kv-cache");
+              return false;
+            }
+            presentType = pastType;
+          } else {
+            const TensorType &x = op.getOperand(0)->type;
+            if (!x.known) {
+              reportOpError(ctx.diags, op,
+                            "state type unknown: run shape-inference before "
+                            "kv-cache");
+              return false;
+            }
+            std::vector<int64_t> layout = cacheLayout(x.rank());
+            pastType = TensorType(x.dtype, {});
+            for (int64_t axis : layout)
+              pastType.dims.push_back(axis == 1 ? past : x.dims[axis]);
+            presentType = pastType;
+            for (size_t i = 0; i < layout.size(); ++i)
+              if (layout[i] == 1)
+                presentType.dims[i] = past + seq;
+            op.attrs["layout"] = layout;
           }
-          std::vector<int64_t> layout = cacheLayout(x.rank());
-          TensorType pastType(x.dtype, {});
-          for (int64_t axis : layout)
-            pastType.dims.push_back(axis == 1 ? past : x.dims[axis]);
-          TensorType presentType = pastType;
-          for (size_t i = 0; i < layout.size(); ++i)
-            if (layout[i] == 1)
-              presentType.dims[i] = past + seq;
 
           std::string inName = "past_key_values.{i}." + name;
           std::string outName = "present.{i}." + name;
@@ -82,7 +99,8 @@ public:
           Value *pastValue = in->addResult(pastType);
           region->insert(it, std::move(in));
           op.operands.push_back(pastValue);
-          op.attrs["layout"] = layout;
+          if (recurrent)
+            op.attrs["has_past"] = true;
           Value *present = op.addResult(presentType);
           auto out = std::make_unique<Op>(OpKind::StateOut, op.getLoc());
           out->attrs["name"] = outName;

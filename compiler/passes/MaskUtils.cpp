@@ -21,7 +21,10 @@ bool addAttentionMask(ir::Module &m, const ir::SymExpr &length,
       ir::TensorType(ir::DType::I64, {ir::SymExpr::symbol("batch"), length}),
       "attention_mask");
   ir::walk(body, [&](ir::Op &op) {
-    if (op.getKind() == ir::OpKind::Attention && !op.getBool("masked")) {
+    bool reads = op.getKind() == ir::OpKind::Attention ||
+                 op.getKind() == ir::OpKind::MlaAttention ||
+                 op.getFamily() == ir::OpFamily::Recurrent;
+    if (reads && !op.getBool("masked")) {
       op.operands.push_back(mask);
       op.attrs["masked"] = true;
     }

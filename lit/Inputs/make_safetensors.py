@@ -7,9 +7,13 @@ Usage: archc ... -emit=weights | make_safetensors.py OUT [options]
   --reshape NAME           store a tensor with its first dim + 1
   --extra NAME             add an unexpected tensor
   --truncate N             cut the file to N bytes less than its size
+  --shards N               write OUT as a directory holding N shards
+                           (model-0000K-of-0000N.safetensors) and
+                           model.safetensors.index.json, Hugging Face style
 Values are deterministic (a ramp), which is all binding tests need.
 """
 import json
+import os
 import struct
 import sys
 
@@ -17,13 +21,14 @@ import sys
 def main():
     args = sys.argv[1:]
     out = args.pop(0)
-    opts = {"dtype": "F32", "drop": [], "reshape": [], "extra": [], "truncate": 0}
+    opts = {"dtype": "F32", "drop": [], "reshape": [], "extra": [], "truncate": 0,
+            "shards": 1}
     while args:
         k = args.pop(0).lstrip("-")
         v = args.pop(0)
         if isinstance(opts[k], list):
             opts[k].append(v)
-        elif k == "truncate":
+        elif k in ("truncate", "shards"):
             opts[k] = int(v)
         else:
             opts[k] = v
@@ -42,8 +47,28 @@ def main():
         tensors.append((name, shape))
     for name in opts["extra"]:
         tensors.append((name, [2]))
+    if opts["shards"] == 1:
+        write_file(out, sorted(tensors), opts)
+        return
+    # Round-robin over the shards so every shard holds tensors of all kinds.
+    os.makedirs(out, exist_ok=True)
+    count = opts["shards"]
+    weight_map, total = {}, 0
+    for k in range(count):
+        part = sorted(tensors)[k::count]
+        name = "model-%05d-of-%05d.safetensors" % (k + 1, count)
+        total += write_file(os.path.join(out, name), part, opts)
+        for t, _ in part:
+            weight_map[t] = name
+    with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map},
+                  f, indent=2, sort_keys=True)
+
+
+def write_file(out, tensors, opts):
+    """Writes one safetensors file; returns its data size in bytes."""
     header, blobs, offset = {}, [], 0
-    for name, shape in sorted(tensors):
+    for name, shape in tensors:
         n = 1
         for d in shape:
             n *= d
@@ -62,7 +87,7 @@ def main():
         data = data[: len(data) - opts["truncate"]]
     with open(out, "wb") as f:
         f.write(data)
-
+    return offset
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,10 @@
 //
 // This file implements verification and type inference for the attention
 // family. Layouts: q [batch, seq, heads, d], k/v [batch, keys, kv_heads, d];
-// the attention output is [batch, seq, heads, dv]. A `cache` op is the
+// the attention output is [batch, seq, heads, dv]. `mla_attention` reads a
+// latent [batch, keys, c] and a shared rope key [batch, keys, dr] and
+// expands per-head keys/values with kv_weight [heads * (dn + dv), c]. A
+// `cache` op is the
 // identity until the kv-cache pass gives it a past state (stored
 // [batch, kv_heads, past, d]); it then yields the full keys and the present
 // state.
@@ -62,6 +65,19 @@ bool verifyAttention(const Op &op, DiagnosticEngine &d) {
     }
     if (op.hasAttr("softcap") && !(op.getFloat("softcap") > 0)) {
       reportOpError(d, op, "softcap must be positive");
+      return false;
+    }
+    return true;
+  }
+  case OpKind::MlaAttention: {
+    size_t want = 5 + (op.getBool("masked") ? 1 : 0);
+    if (op.getNumOperands() != want) {
+      reportOpError(d, op, fmt::format("expects {} operands, has {}", want,
+                                       op.getNumOperands()));
+      return false;
+    }
+    if (op.getInt("v_dim", 0) <= 0) {
+      reportOpError(d, op, "v_dim must be positive");
       return false;
     }
     return true;
@@ -170,6 +186,66 @@ bool inferAttention(Op &op, DiagnosticEngine &d) {
     }
     op.getResult()->type =
         TensorType(q.dtype, {q.dims[0], q.dims[1], q.dims[2], v.dims[3]});
+    return true;
+  }
+  case OpKind::MlaAttention: {
+    const TensorType &qn = op.getOperand(0)->type;
+    const TensorType &qr = op.getOperand(1)->type;
+    const TensorType &lat = op.getOperand(2)->type;
+    const TensorType &kr = op.getOperand(3)->type;
+    const TensorType &w = op.getOperand(4)->type;
+    if (qn.rank() != 4 || qr.rank() != 4 || lat.rank() != 3 ||
+        kr.rank() != 3 || w.rank() != 2) {
+      reportOpError(d, op, fmt::format("expects q_nope, q_pe [batch, seq, "
+                                       "heads, d], latent, k_pe [batch, "
+                                       "keys, d] and kv_weight [out, c], got "
+                                       "{}, {}, {}, {}, {}",
+                                       qn.str(), qr.str(), lat.str(),
+                                       kr.str(), w.str()));
+      return false;
+    }
+    if (qn.dims[0] != qr.dims[0] || qn.dims[1] != qr.dims[1] ||
+        qn.dims[2] != qr.dims[2]) {
+      reportOpError(d, op, fmt::format("q_nope {} and q_pe {} must agree in "
+                                       "batch, seq and heads",
+                                       qn.str(), qr.str()));
+      return false;
+    }
+    if (lat.dims[0] != qn.dims[0] || kr.dims[0] != qn.dims[0] ||
+        lat.dims[1] != kr.dims[1]) {
+      reportOpError(d, op, fmt::format("latent {} and k_pe {} must agree in "
+                                       "batch and length with q {}",
+                                       lat.str(), kr.str(), qn.str()));
+      return false;
+    }
+    if (kr.dims[2] != qr.dims[3]) {
+      reportOpError(d, op, fmt::format("k_pe {} and q_pe {} rope dims differ",
+                                       kr.str(), qr.str()));
+      return false;
+    }
+    auto h = qn.dims[2].getConstant(), dn = qn.dims[3].getConstant();
+    int64_t dv = op.getInt("v_dim", 0);
+    if (!h || !dn || w.dims[1] != lat.dims[2] ||
+        w.dims[0] != SymExpr(*h * (*dn + dv))) {
+      reportOpError(d, op, fmt::format("kv_weight {} must be [heads * "
+                                       "(nope + v_dim), c] = [{} * ({} + "
+                                       "{}), {}]",
+                                       w.str(), qn.dims[2].str(),
+                                       qn.dims[3].str(), dv,
+                                       lat.dims[2].str()));
+      return false;
+    }
+    if (op.getBool("masked")) {
+      const TensorType &m = op.getOperand(5)->type;
+      if (m.rank() != 2 || m.dims[0] != qn.dims[0] ||
+          m.dims[1] != lat.dims[1]) {
+        reportOpError(d, op, fmt::format("mask {} must be [batch, keys]",
+                                         m.str()));
+        return false;
+      }
+    }
+    op.getResult()->type = TensorType(
+        qn.dtype, {qn.dims[0], qn.dims[1], qn.dims[2], SymExpr(dv)});
     return true;
   }
   case OpKind::Cache: {

@@ -1,0 +1,176 @@
+//===- LowerRecurrent.cpp - ONNX lowering of linear-attention state ops ---===//
+//
+// This file lowers the ops that own a constant-size decode state:
+//   causal_conv1d: the past state (last K - 1 inputs, [B, C, K - 1]) is
+//       concatenated in front of the new inputs and a depthwise Conv
+//       (group = C) without padding runs over them; the present state is the
+//       last K - 1 columns. Without a past state the Conv pads K - 1 zeros.
+//   delta_rule: an ONNX Scan over the sequence carries the float32 state
+//       S [B, Hv, dk, dv]; per token
+//         S <- exp(g) S;  d = beta (v - Sᵀk);  S <- S + k dᵀ;  o = Sᵀq
+//       (key heads are repeated to the value heads first, head i reading
+//       key head i / (Hv / Hk)). Exact; its cost is linear in the prompt.
+// Padding tokens (attention_mask = 0) leave both states untouched: their
+// conv inputs are zeroed and their delta-rule gate and decay are neutral.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/OnnxLowering.h"
+
+#include <climits>
+
+namespace archc {
+
+namespace {
+constexpr int32_t kF32 = onnx::TensorProto_DataType_FLOAT;
+
+void addInput(onnx::GraphProto &g, const std::string &name, int32_t type) {
+  onnx::ValueInfoProto *vi = g.add_input();
+  vi->set_name(name);
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+}
+
+void addOutput(onnx::GraphProto &g, const std::string &name, int32_t type) {
+  onnx::ValueInfoProto *vi = g.add_output();
+  vi->set_name(name);
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+}
+} // namespace
+
+std::string OnnxLowering::newTokenMask(const ir::Op &op, const std::string &x) {
+  if (!op.getBool("masked"))
+    return "";
+  // attention_mask [B, past + S]: the new tokens are its last S columns.
+  std::string s = b.node("Slice", {b.node("Shape", {x}), b.i64({1}), b.i64({2})});
+  std::string m = b.node("Slice", {in(op.operands.back()), b.node("Neg", {s}),
+                                   b.i64({INT64_MAX}), b.i64({1})});
+  return b.node("Unsqueeze", {b.node("Cast", {m}, {OnnxAttr::integer("to", act)}),
+                              b.i64({-1})}); // [B, S, 1]
+}
+
+bool OnnxLowering::lowerCausalConv(const ir::Op &op) {
+  std::string x = in(op.getOperand(0)); // [B, S, C]
+  const ir::TensorType &wt = op.getOperand(1)->type;
+  int64_t channels = wt.dims[0].getConstant().value_or(0);
+  int64_t kernel = wt.dims.back().getConstant().value_or(0);
+  std::string w = in(op.getOperand(1));
+  if (wt.rank() == 2)
+    w = b.node("Unsqueeze", {w, b.i64({1})}); // [C, 1, K]
+  std::string mask = newTokenMask(op, x);
+  if (!mask.empty())
+    x = b.node("Mul", {x, mask});
+  std::string xt = b.node("Transpose", {x}, {OnnxAttr::list("perm", {0, 2, 1})});
+  std::vector<OnnxAttr> attrs = {OnnxAttr::integer("group", channels),
+                                 OnnxAttr::list("kernel_shape", {kernel})};
+  std::string y;
+  if (op.getBool("has_past")) {
+    std::string past = in(op.getOperand(2)); // [B, C, K - 1]
+    std::string full =
+        b.node("Concat", {past, xt}, {OnnxAttr::integer("axis", 2)});
+    y = b.node("Conv", {full, w}, attrs);
+    int64_t start = kernel > 1 ? -(kernel - 1) : INT64_MAX;
+    def(op.getResult(1), b.node("Slice", {full, b.i64({start}),
+                                          b.i64({INT64_MAX}), b.i64({2})}));
+  } else {
+    attrs.push_back(OnnxAttr::list("pads", {kernel - 1, 0}));
+    y = b.node("Conv", {xt, w}, attrs);
+  }
+  def(op.getResult(0), b.node("Transpose", {y}, {OnnxAttr::list("perm", {0, 2, 1})}));
+  return true;
+}
+
+bool OnnxLowering::lowerDeltaRule(const ir::Op &op) {
+  const ir::TensorType &kt = op.getOperand(1)->type;
+  const ir::TensorType &vt = op.getOperand(2)->type;
+  int64_t hk = kt.dims[2].getConstant().value_or(0);
+  int64_t dk = kt.dims[3].getConstant().value_or(0);
+  int64_t hv = vt.dims[2].getConstant().value_or(0);
+  int64_t dv = vt.dims[3].getConstant().value_or(0);
+  std::string q = widen(in(op.getOperand(0)));
+  std::string k = widen(in(op.getOperand(1)));
+  std::string v = widen(in(op.getOperand(2)));
+  std::string g = widen(in(op.getOperand(3)));
+  std::string beta = widen(in(op.getOperand(4)));
+  std::string mask = newTokenMask(op, in(op.getOperand(2)));
+  if (!mask.empty()) {
+    // A padding token neither decays nor updates the state.
+    std::string m = widen(mask);
+    g = b.node("Mul", {g, m});
+    beta = b.node("Mul", {beta, m});
+  }
+  if (hv != hk) {
+    // [B, S, Hk, dk] -> [B, S, Hk, r, dk] -> [B, S, Hv, dk]
+    auto repeat = [&](const std::string &x) {
+      std::string x5 = b.node("Unsqueeze", {x, b.i64({3})});
+      std::string shape = b.node(
+          "Concat", {b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({2})}),
+                     b.i64({hk, hv / hk, dk})},
+          {OnnxAttr::integer("axis", 0)});
+      return b.node("Reshape", {b.node("Expand", {x5, shape}), b.i64({0, 0, hv, dk})});
+    };
+    q = repeat(q);
+    k = repeat(k);
+  }
+  std::string state;
+  if (op.getBool("has_past")) {
+    state = in(op.getOperand(5));
+  } else {
+    std::string batch = b.node("Slice", {b.node("Shape", {v}), b.i64({0}), b.i64({1})});
+    std::string shape = b.node("Concat", {batch, b.i64({hv, dk, dv})},
+                               {OnnxAttr::integer("axis", 0)});
+    onnx::TensorProto zero;
+    zero.set_data_type(kF32);
+    zero.add_dims(1);
+    zero.add_float_data(0.0f);
+    onnx::NodeProto *n = b.proto().add_node();
+    n->set_op_type("ConstantOfShape");
+    state = b.fresh("zero_state");
+    n->set_name(state);
+    n->add_input(shape);
+    n->add_output(state);
+    onnx::AttributeProto *a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto_AttributeType_TENSOR);
+    *a->mutable_t() = zero;
+  }
+
+  // The Scan body: one token.
+  onnx::GraphProto body;
+  body.set_name(b.fresh("delta_rule_step"));
+  GraphBuilder s(body, body.name() + "_");
+  std::string sIn = s.fresh("state"), qIn = s.fresh("q"), kIn = s.fresh("k"),
+              vIn = s.fresh("v"), gIn = s.fresh("g"), bIn = s.fresh("beta");
+  for (const std::string &n : {sIn, qIn, kIn, vIn, gIn, bIn})
+    addInput(body, n, kF32);
+  // S [B, Hv, dk, dv]; q_t, k_t [B, Hv, dk]; v_t [B, Hv, dv]; g_t, b_t [B, Hv]
+  std::string decay = s.node("Unsqueeze", {s.node("Exp", {gIn}), s.i64({2, 3})});
+  std::string s1 = s.node("Mul", {sIn, decay});
+  std::string kRow = s.node("Unsqueeze", {kIn, s.i64({2})}); // [B, Hv, 1, dk]
+  std::string mem = s.node("MatMul", {kRow, s1});            // [B, Hv, 1, dv]
+  std::string delta = s.node(
+      "Mul", {s.node("Sub", {s.node("Unsqueeze", {vIn, s.i64({2})}), mem}),
+              s.node("Unsqueeze", {bIn, s.i64({2, 3})})});
+  std::string kCol = s.node("Transpose", {kRow}, {OnnxAttr::list("perm", {0, 1, 3, 2})});
+  std::string s2 = s.node("Add", {s1, s.node("MatMul", {kCol, delta})});
+  std::string o = s.node(
+      "Squeeze", {s.node("MatMul", {s.node("Unsqueeze", {qIn, s.i64({2})}), s2}),
+                  s.i64({2})}); // [B, Hv, dv]
+  std::string sOut = s.fresh("state_out"), oOut = s.fresh("o");
+  s.nodeNamed("Identity", {s2}, sOut);
+  s.nodeNamed("Identity", {o}, oOut);
+  addOutput(body, sOut, kF32);
+  addOutput(body, oOut, kF32);
+
+  std::vector<std::string> outs = b.nodeN(
+      "Scan", {state, q, k, v, g, beta},
+      {OnnxAttr::graph("body", std::move(body)),
+       OnnxAttr::integer("num_scan_inputs", 5),
+       OnnxAttr::list("scan_input_axes", {1, 1, 1, 1, 1}),
+       OnnxAttr::list("scan_output_axes", {1})},
+      2, "delta_rule");
+  def(op.getResult(0), narrow(outs[1])); // [B, S, Hv, dv]
+  if (op.getNumResults() > 1)
+    def(op.getResult(1), outs[0]);
+  return true;
+}
+
+} // namespace archc
