@@ -145,7 +145,7 @@ ModelFacts computeModelFacts(const ir::Module &m) {
     int64_t n = staticElements(w.type) * w.count();
     f.params += n;
     f.weightTensors += w.count();
-    if (w.experts)
+    if (w.experts || w.stackedExperts)
       f.expertParams += n;
   }
   for (const auto &op : m.graph.body.getOps()) {
@@ -191,6 +191,8 @@ ModelFacts computeModelFacts(const ir::Module &m) {
             if (b.getKind() == OpKind::Param &&
                 b.getString("name").find("{e}") != std::string::npos)
               mf.paramsPerExpert += paramsOf(m, b.getString("name"));
+            if (b.getKind() == OpKind::ExpertSlice)
+              mf.paramsPerExpert += staticElements(b.getResult()->type);
           });
           f.moe.push_back(mf);
         }
@@ -218,7 +220,10 @@ public:
   }
 
   static bool isParam(const ir::Value *v) {
-    return v->getDefiningOp() && v->getDefiningOp()->getKind() == OpKind::Param;
+    const ir::Op *d = v->getDefiningOp();
+    if (d && d->getKind() == OpKind::ExpertSlice)
+      d = d->getOperand(0)->getDefiningOp();
+    return d && d->getKind() == OpKind::Param;
   }
 
   /// Bytes of a value read as an operand.
@@ -254,6 +259,7 @@ public:
     case OpKind::Split:
     case OpKind::Concat:
     case OpKind::Slice:
+    case OpKind::ExpertSlice: // the reader counts the slice as weights
       return c;
     case OpKind::MatMul: {
       const ir::TensorType &b = op.getOperand(1)->type;

@@ -233,6 +233,12 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
         b.node("Concat", ins, {OnnxAttr::integer("axis", op.getInt("axis", -1))}));
     return true;
   }
+  case OpKind::ExpertSlice:
+    if (expert < 0)
+      return fail(op, "expert_slice outside an expert body");
+    def(op.getResult(), b.node("Gather", {x, b.i64Scalar(expert)},
+                               {OnnxAttr::integer("axis", 0)}));
+    return true;
   case OpKind::Slice:
     def(op.getResult(),
         b.node("Slice", {x, b.i64({op.getInt("start")}), b.i64({op.getInt("end")}),

@@ -216,6 +216,9 @@ struct WeightDecl {
   TensorType type;
   std::vector<int64_t> layers; ///< empty when the pattern has no {i}
   int64_t experts = 0;         ///< 0 when the pattern has no {e}
+  /// The tensor stacks all routed experts along its first axis (read one
+  /// expert at a time through expert_slice).
+  bool stackedExperts = false;
   SourceRange loc;
 
   /// Number of tensors this declaration stands for.

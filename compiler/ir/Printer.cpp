@@ -185,9 +185,14 @@ void printModule(const Module &m, std::ostream &os, const PrintOptions &opts) {
        << arg->type.str();
     first = false;
   }
+  // `name[0..4]`, `name[3]`, `name[1, 3]`: the layers holding the state.
+  auto layerList = [](const std::vector<int64_t> &layers) {
+    std::string l = formatLayers(layers);
+    return l.front() == '[' ? l : "[" + l + "]";
+  };
   for (const StateIO &s : g.stateInputs) {
-    os << (first ? "" : ", ") << "%" << s.pattern << "["
-       << formatLayers(s.layers) << "]: " << s.type.str();
+    os << (first ? "" : ", ") << "%" << s.pattern << layerList(s.layers)
+       << ": " << s.type.str();
     first = false;
   }
   os << ") -> (";
@@ -200,8 +205,8 @@ void printModule(const Module &m, std::ostream &os, const PrintOptions &opts) {
     first = false;
   }
   for (const StateIO &s : g.stateOutputs) {
-    os << (first ? "" : ", ") << s.pattern << "[" << formatLayers(s.layers)
-       << "]: " << s.type.str();
+    os << (first ? "" : ", ") << s.pattern << layerList(s.layers) << ": "
+       << s.type.str();
     first = false;
   }
   os << ") {\n";

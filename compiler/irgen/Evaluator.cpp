@@ -1178,8 +1178,32 @@ EvalValue Evaluator::evalIndex(const ast::IndexExpr &e,
     }
     return it->second;
   }
+  if (base.isTensor() && idx.getKind() == EvalValue::Kind::Index &&
+      idx.getIndexSymbol() == "e" && !idx.getIndexValue() && expertCount)
+    return stackedExpertSlice(base.getTensor(), e.getRange());
   error(e.getRange(), fmt::format("cannot index a {}", base.typeName()));
   return EvalValue::poison();
+}
+
+EvalValue Evaluator::stackedExpertSlice(ir::Value *stacked, SourceRange range) {
+  // `w[e]` in an expert body: w must be a checkpoint weight holding every
+  // expert along its first axis.
+  const ir::Op *def = stacked->getDefiningOp();
+  const ir::TensorType &t = stacked->type;
+  if (!def || def->getKind() != ir::OpKind::Param || t.rank() < 2 ||
+      t.dims[0] != ir::SymExpr(expertCount)) {
+    error(range, fmt::format("only a weight stacking all {} experts along its "
+                             "first axis can be indexed by the expert index, "
+                             "got {}",
+                             expertCount, t.str()));
+    return EvalValue::poison();
+  }
+  const std::string &pattern = def->getString("name");
+  for (size_t idx : weightIndex[pattern])
+    if (module.weights[idx].type == t)
+      module.weights[idx].stackedExperts = true;
+  ir::Op *op = createOp(ir::OpKind::ExpertSlice, {stacked}, range);
+  return EvalValue::tensor(op->getResult());
 }
 
 EvalValue Evaluator::evalScope(const ast::ScopeExpr &e,

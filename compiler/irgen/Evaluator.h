@@ -84,6 +84,8 @@ private:
   EvalValue evalMember(const ast::MemberExpr &e,
                        const std::shared_ptr<Env> &env);
   EvalValue evalIndex(const ast::IndexExpr &e, const std::shared_ptr<Env> &env);
+  /// `w[e]` inside an expert body: expert e's slice of a stacked weight.
+  EvalValue stackedExpertSlice(ir::Value *stacked, SourceRange range);
   EvalValue evalUnary(const ast::UnaryExpr &e, const std::shared_ptr<Env> &env);
   EvalValue evalBinary(const ast::BinaryExpr &e,
                        const std::shared_ptr<Env> &env);

@@ -1,7 +1,8 @@
 //===- Shape.cpp - Rules for reshape, transpose, split, concat, slice -----===//
 //
 // This file implements verification and type inference for the shape
-// manipulation ops. Element counts are compared symbolically.
+// manipulation ops (and expert_slice, which selects one expert's row of a
+// stacked weight). Element counts are compared symbolically.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
@@ -123,6 +124,18 @@ bool inferShapeOp(Op &op, DiagnosticEngine &d) {
       }
       r.dims[axis] = r.dims[axis] + y.dims[axis];
     }
+    op.getResult()->type = r;
+    return true;
+  }
+  case OpKind::ExpertSlice: {
+    if (x.rank() < 2) {
+      reportOpError(d, op, fmt::format("expects a stacked [experts, ...] "
+                                       "tensor, got {}",
+                                       x.str()));
+      return false;
+    }
+    TensorType r = x;
+    r.dims.erase(r.dims.begin());
     op.getResult()->type = r;
     return true;
   }
