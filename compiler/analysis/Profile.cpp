@@ -315,6 +315,7 @@ public:
       double perScore = scoring == "softmax"        ? 5
                         : scoring == "sigmoid"      ? 3
                         : scoring == "sqrtsoftplus" ? 4
+                        : scoring == "sparsemixer"  ? 2 * (4 + 5)
                                                     : 0;
       double scored = op.getString("order") == "topk_score" ? k : e;
       c.flops = tokens * (perScore * scored + e + (op.getBool("normalize") ? 2 * k : 0));

@@ -24,17 +24,26 @@ bool writeGenaiConfig(const ir::Module &m, const nlohmann::json &cfg,
   // Facts from the graph.
   int64_t heads = 0, kvHeads = 0, headSize = 0, hidden = 0, vocab = 0;
   std::set<std::string> layers;
+  bool keyValue = false;
   ir::walk(m.graph.body, [&](const ir::Op &op) {
     if (op.getKind() == ir::OpKind::Attention && heads == 0) {
       heads = op.getOperand(0)->type.dims[2].getConstant().value_or(0);
       headSize = op.getOperand(0)->type.dims[3].getConstant().value_or(0);
       kvHeads = op.getOperand(1)->type.dims[2].getConstant().value_or(0);
     }
+    if (op.getKind() == ir::OpKind::MlaAttention && heads == 0) {
+      // MLA: the latent is one key/value "head" shared by all query heads.
+      heads = op.getOperand(0)->type.dims[2].getConstant().value_or(0);
+      headSize = op.getOperand(0)->type.dims[3].getConstant().value_or(0) +
+                 op.getOperand(1)->type.dims[3].getConstant().value_or(0);
+      kvHeads = 1;
+    }
     if (op.getKind() == ir::OpKind::Gather && hidden == 0)
       hidden = op.getResult()->type.dims.back().getConstant().value_or(0);
     if (op.getKind() == ir::OpKind::StateIn) {
       std::string n = op.getString("name");
       layers.insert(n.substr(0, n.rfind('.')));
+      keyValue |= n.size() > 4 && n.substr(n.size() - 4) == ".key";
     }
     if (op.getKind() == ir::OpKind::Return && op.getNumOperands())
       vocab = op.getOperand(0)->type.dims.back().getConstant().value_or(0);
@@ -59,7 +68,10 @@ bool writeGenaiConfig(const ir::Module &m, const nlohmann::json &cfg,
                          {"attention_mask", "attention_mask"},
                          {"position_ids", "position_ids"}};
   ordered_json outputs = {{"logits", "logits"}};
-  if (kvCache) {
+  // onnxruntime-genai's schema names key/value caches only; other states
+  // (MLA latents, linear-attention states) follow the past_key_values.{i}.*
+  // convention of docs/onnx.md.
+  if (kvCache && keyValue) {
     inputs["past_key_names"] = "past_key_values.%d.key";
     inputs["past_value_names"] = "past_key_values.%d.value";
     outputs["present_key_names"] = "present.%d.key";

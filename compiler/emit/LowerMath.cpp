@@ -201,6 +201,12 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
       }
       consts.push_back(v);
     }
+    // Inside an expert body the tokens are that expert's gathered subset,
+    // so the graph's batch/seq sizes do not apply there.
+    if (!allConst && expert >= 0)
+      return fail(op, "a reshape inside an expert body may keep the token "
+                      "dims (the input's [batch, seq] at the same positions) "
+                      "and infer at most one other symbolic dim");
     // A computed shape holds real sizes (0 means an empty dim there).
     std::string shape = allConst ? b.i64(consts) : shapeTensor(dims);
     if (shape.empty())

@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
 
-#include <cfloat>
+#include <limits>
 
 namespace archc {
 
@@ -30,7 +30,38 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
                    2);
   };
   std::string weights, indices;
-  if (order == "topk_score") {
+  if (scoring == "sparsemixer") {
+    // PhiMoE's SparseMixer (inference form): the arg-max expert, weighted by
+    // the softmax over the logits within a relative distance 2 eps of the
+    // maximum, (m - s_j) / max(|s_j|, m) <= 2 eps; then the same for the
+    // runner-up over the logits without the first choice. Not renormalised.
+    float eps2 = static_cast<float>(2.0 * op.getFloat("jitter_eps", 0.0));
+    std::string negInf = b.f32Scalar(-std::numeric_limits<float>::infinity());
+    std::string absS = b.node("Abs", {logits});
+    auto pick = [&](const std::string &s) {
+      std::string idx = b.node("ArgMax", {s}, {OnnxAttr::integer("axis", -1),
+                                               OnnxAttr::integer("keepdims", 1)});
+      std::string m = b.node("ReduceMax", {s}, {OnnxAttr::list("axes", {-1}),
+                                                OnnxAttr::integer("keepdims", 1)});
+      std::string far = b.node(
+          "Greater", {b.node("Div", {b.node("Sub", {m, logits}),
+                                     b.node("Max", {absS, m})}),
+                      b.f32Scalar(eps2)});
+      std::string gates = b.node("Softmax", {b.node("Where", {far, negInf, s})},
+                                 {OnnxAttr::integer("axis", -1)});
+      return std::make_pair(
+          b.node("GatherElements", {gates, idx}, {OnnxAttr::integer("axis", -1)}),
+          idx);
+    };
+    auto [w1, i1] = pick(logits);
+    std::string without = b.node(
+        "ScatterElements",
+        {logits, i1, b.node("Expand", {negInf, b.node("Shape", {i1})})},
+        {OnnxAttr::integer("axis", -1)});
+    auto [w2, i2] = pick(without);
+    weights = b.node("Concat", {w1, w2}, {OnnxAttr::integer("axis", -1)});
+    indices = b.node("Concat", {i1, i2}, {OnnxAttr::integer("axis", -1)});
+  } else if (order == "topk_score") {
     // Top-k of the raw logits, then the score over those k.
     auto tk = topk(logits, k);
     indices = tk[1];

@@ -100,7 +100,7 @@ const std::vector<BuiltinSignature> &opTable() {
                   opt("scoring", "string"), opt("order", "string"),
                   opt("normalize", "bool"), opt("scale", "float"),
                   opt("bias", "tensor?"), opt("groups", "int"),
-                  opt("topk_groups", "int")},
+                  opt("topk_groups", "int"), opt("jitter_eps", "float")},
                  false, "MoE router: (weights, indices)"});
     t.push_back({"experts",
                  {req("x", "tensor"), req("weights", "tensor"),

@@ -391,6 +391,8 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
         present("topk_groups") ? arg("topk_groups").value.getInt() : int64_t(1);
     if (present("bias"))
       op->attrs["bias"] = true;
+    if (present("jitter_eps"))
+      op->attrs["jitter_eps"] = arg("jitter_eps").value.getNumber();
     return EvalValue::tuple({EvalValue::tensor(op->getResult(0)),
                              EvalValue::tensor(op->getResult(1))});
   }

@@ -20,11 +20,20 @@ bool verifyMoe(const Op &op, DiagnosticEngine &d) {
     }
     std::string scoring = op.getString("scoring", "softmax");
     if (scoring != "softmax" && scoring != "sigmoid" &&
-        scoring != "sqrtsoftplus" && scoring != "none") {
+        scoring != "sqrtsoftplus" && scoring != "none" &&
+        scoring != "sparsemixer") {
       reportOpError(d, op, fmt::format("unknown scoring '{}' (expected "
-                                       "softmax, sigmoid, sqrtsoftplus or "
-                                       "none)",
+                                       "softmax, sigmoid, sqrtsoftplus, "
+                                       "sparsemixer or none)",
                                        scoring));
+      return false;
+    }
+    if (scoring == "sparsemixer" &&
+        (op.getInt("top_k") != 2 || op.getBool("bias") ||
+         op.getInt("groups", 1) != 1 || op.getBool("normalize"))) {
+      reportOpError(d, op, "sparsemixer routing selects exactly 2 experts "
+                           "(top_k: 2) without bias, groups or "
+                           "renormalisation");
       return false;
     }
     std::string order = op.getString("order", "score_topk");

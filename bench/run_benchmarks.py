@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""archc benchmarks: whole-process time and peak memory of the CLI.
+
+Usage: run_benchmarks.py [--archc BIN] [--runs N] [profile] [onnx] [weights]
+
+  profile   -emit=profile (prefill 2048 + decode at past 2048, one device)
+            for the largest bundled configs, N runs each
+  onnx      -emit=onnx without weight data (sparse external-data layout)
+  weights   -emit=onnx --weights on a synthetic 3.85 GB bf16 checkpoint
+            (bench/make_checkpoint.py), compared with cp of the same file
+
+Each measurement is one child process; wall time from fork to exit, peak RSS
+from wait4's rusage (ru_maxrss) of that child alone. Prints the median and
+min/max. Run on an otherwise idle machine; results go to docs/performance.md.
+"""
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd, stdout=subprocess.DEVNULL):
+    """Runs cmd; returns (seconds, peak RSS in MiB)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit("command failed: %s\n%s" % (" ".join(cmd), err))
+    return elapsed, usage.ru_maxrss / 1024.0
+
+
+def report(label, samples):
+    times = sorted(t for t, _ in samples)
+    rss = max(m for _, m in samples)
+    print("%-44s median %9.2f ms  (min %.2f, max %.2f, n=%d)  peak RSS %.1f MiB"
+          % (label, 1000 * statistics.median(times), 1000 * times[0],
+             1000 * times[-1], len(times), rss), flush=True)
+
+
+PROFILE_CASES = [
+    ("llama", "Llama-3.1-8B"),
+    ("llama", "Llama-3.1-70B"),
+    ("mixtral", "Mixtral-8x7B-v0.1"),
+    ("qwen3_moe", "Qwen3-30B-A3B"),
+    ("deepseek_v3", "DeepSeek-V3"),
+    ("qwen3_5", "Qwen3.5-397B-A17B"),
+    ("qwen3_next", "Qwen3-Next-80B-A3B-Thinking"),
+    ("gpt2", "GPT-2"),
+]
+
+ONNX_CASES = [
+    ("llama", "Llama-3.1-8B"),
+    ("llama", "Llama-3.1-70B"),
+    ("qwen3_5", "Qwen3.5-27B"),
+    ("qwen3_moe", "Qwen3-30B-A3B"),
+]
+
+
+def bench_profile(archc, runs):
+    print("== -emit=profile --device=h200 --seq=2048 (prefill 2048 + decode at 2048)")
+    for arch, cfg in PROFILE_CASES:
+        cmd = [archc, os.path.join(ROOT, "archs", arch + ".arch"), "--config",
+               os.path.join(ROOT, "archs", "configs", cfg + ".json"),
+               "-emit=profile", "--device=h200", "--seq=2048"]
+        run(cmd)  # warm the page cache
+        report(cfg, [run(cmd) for _ in range(runs)])
+
+
+def bench_onnx(archc, runs):
+    print("== -emit=onnx, no weight data (--init=none)")
+    for arch, cfg in ONNX_CASES:
+        with tempfile.TemporaryDirectory(dir=ROOT) as d:
+            out = os.path.join(d, "model.onnx")
+            cmd = [archc, os.path.join(ROOT, "archs", arch + ".arch"), "--config",
+                   os.path.join(ROOT, "archs", "configs", cfg + ".json"),
+                   "-emit=onnx", "-o", out]
+            samples = []
+            for _ in range(runs):
+                samples.append(run(cmd))
+                shutil.rmtree(d)
+                os.makedirs(d)
+            report(cfg, samples)
+
+
+def bench_weights(archc, runs):
+    print("== -emit=onnx --weights: synthetic Llama (4 layers, 3.85 GB bf16)")
+    cfg = os.path.join(ROOT, "archs", "configs", "bench", "llama-bench-4l.json")
+    arch = os.path.join(ROOT, "archs", "llama.arch")
+    with tempfile.TemporaryDirectory(dir=ROOT) as d:
+        ckpt = os.path.join(d, "model.safetensors")
+        weights = subprocess.run([archc, arch, "--config", cfg, "-emit=weights"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_checkpoint.py"),
+                        ckpt], input=weights, check=True)
+        size = os.path.getsize(ckpt)
+        print("checkpoint: %.2f GB" % (size / 1e9))
+        out_dir = os.path.join(d, "out")
+        for label, extra in (("bf16 -> bf16", ["--dtype=bf16"]),
+                             ("bf16 -> f32", ["--dtype=f32"])):
+            samples = []
+            for _ in range(runs):
+                os.makedirs(out_dir)
+                samples.append(run([archc, arch, "--config", cfg, "-emit=onnx",
+                                    "--weights", ckpt, "-o",
+                                    os.path.join(out_dir, "model.onnx")] + extra))
+                shutil.rmtree(out_dir)
+            report("archc " + label, samples)
+        for label, cmd in (("cp", ["cp", ckpt, os.path.join(d, "copy")]),
+                           ("cp + sync", ["sh", "-c", "cp '%s' '%s' && sync" % (
+                               ckpt, os.path.join(d, "copy"))])):
+            samples = []
+            for _ in range(runs):
+                samples.append(run(cmd))
+                os.remove(os.path.join(d, "copy"))
+            report(label, samples)
+
+
+def main():
+    args = sys.argv[1:]
+    archc = os.path.join(ROOT, "build", "bin", "archc")
+    runs = 25
+    while args and args[0].startswith("--"):
+        flag = args.pop(0)
+        if flag == "--archc":
+            archc = args.pop(0)
+        elif flag == "--runs":
+            runs = int(args.pop(0))
+        else:
+            sys.exit(__doc__)
+    which = args or ["profile", "onnx", "weights"]
+    for w in which:
+        {"profile": bench_profile, "onnx": bench_onnx,
+         "weights": bench_weights}[w](archc, runs if w == "profile" else max(1, min(runs, 5)))
+
+
+if __name__ == "__main__":
+    main()

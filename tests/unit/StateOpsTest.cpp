@@ -1,0 +1,195 @@
+//===- StateOpsTest.cpp - MLA, causal conv, delta rule, stacked experts ---===//
+#include "TestUtil.h"
+
+#include "analysis/Profile.h"
+#include "ir/OpRules.h"
+
+#include <gtest/gtest.h>
+
+using namespace archc;
+using namespace archc::test;
+
+namespace {
+// A one-layer linear-attention block: conv over [q | k | v], then the delta
+// rule with 2 key heads and 4 value heads.
+const char *kLinearArch = R"(
+arch lin {
+  config { d: int }
+  model(x: f32[batch, seq, 8]) -> (y) {
+    for i in 0 .. 2 @ "l.{i}" {
+      u = op.causal_conv1d(op.matmul(x, param("w", [8, 16])), param("conv", [16, 1, 4]))
+      q, k, v = op.split(u, [4, 4, 8])
+      q = op.reshape(q, [batch, seq, 2, 2])
+      k = op.reshape(k, [batch, seq, 2, 2])
+      v = op.reshape(v, [batch, seq, 4, d])
+      g = op.matmul(x, param("wg", [8, 4]))
+      o = op.delta_rule(q, k, v, g, op.sigmoid(g))
+      x = x + op.reshape(o, [batch, seq, 8])
+    }
+    y = x
+  }
+})";
+} // namespace
+
+TEST(StateOps, LinearAttentionStatesAreConstantSize) {
+  ScratchDir d;
+  auto c = compile(d, kLinearArch, R"({"d": 2})", EmitTarget::IR,
+                   {"shape-inference", "kv-cache", "shape-inference"});
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  const auto &g = c.module().graph;
+  ASSERT_EQ(g.stateInputs.size(), 2u);
+  EXPECT_EQ(g.stateInputs[0].pattern, "past_key_values.{i}.conv_state");
+  EXPECT_EQ(g.stateInputs[0].type.str(), "tensor<batch x 16 x 3 x f32>");
+  EXPECT_EQ(g.stateInputs[1].pattern, "past_key_values.{i}.recurrent_state");
+  EXPECT_EQ(g.stateInputs[1].type.str(), "tensor<batch x 4 x 2 x 2 x f32>");
+  // Present states have the same (past-free) shape.
+  EXPECT_EQ(g.stateOutputs[0].type, g.stateInputs[0].type);
+  EXPECT_EQ(g.stateOutputs[1].type, g.stateInputs[1].type);
+
+  ModelFacts f = computeModelFacts(c.module());
+  ASSERT_EQ(f.states.size(), 2u);
+  EXPECT_EQ(f.states[0].elementsPerSequence, 16 * 3);
+  EXPECT_EQ(f.states[1].elementsPerSequence, 4 * 2 * 2);
+  EXPECT_EQ(f.states[1].bits, 32); // float32 recurrent state
+  // 2 layers x (48 x 2 B + 16 x 4 B); no growth per token.
+  EXPECT_DOUBLE_EQ(f.stateBytesPerSequence(16), 2 * (48 * 2 + 16 * 4));
+  EXPECT_DOUBLE_EQ(f.kvBytesPerToken(16), 0);
+  EXPECT_DOUBLE_EQ(f.kvBytes(100000, 3, 16), 3 * f.stateBytesPerSequence(16));
+}
+
+TEST(StateOps, DeltaRuleChecksHeadsAndGates) {
+  ScratchDir d;
+  // 3 value heads over 2 key heads.
+  std::string arch = R"(
+arch lin {
+  model(x: f32[batch, seq, 2, 6]) -> (y) {
+    for i in 0 .. 1 @ "l.{i}" {
+      g = op.slice(op.reshape(x, [batch, seq, 12]), axis: 2, start: 0, end: G)
+      x = x + op.reshape(op.delta_rule(x, x, op.reshape(x, [batch, seq, 3, 4]), g, g),
+                         [batch, seq, 2, 6])
+    }
+    y = x
+  }
+})";
+  std::string heads = arch;
+  heads.replace(heads.find("end: G"), 6, "end: 3");
+  auto c = compile(d, heads, "{}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("with value heads a multiple of key heads"),
+            std::string::npos)
+      << c.diagnostics();
+  // Gates must have one value per value head: 6 value heads, 5 gates.
+  std::string gates = arch;
+  gates.replace(gates.find("end: G"), 6, "end: 5");
+  gates.replace(gates.find("[batch, seq, 3, 4]"), 18, "[batch, seq, 6, 2]");
+  c = compile(d, gates, "{}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("must be [batch, seq, value_heads] = "
+                                 "[batch, seq, 6]"),
+            std::string::npos)
+      << c.diagnostics();
+}
+
+TEST(StateOps, CausalConvChecksItsWeight) {
+  ScratchDir d;
+  std::string arch = R"(
+arch lin {
+  model(x: f32[batch, seq, 8]) -> (y) {
+    for i in 0 .. 1 @ "l.{i}" {
+      x = op.causal_conv1d(x, param("conv", [6, 1, 4]))
+    }
+    y = x
+  }
+})";
+  auto c = compile(d, arch, "{}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("test.arch:5:11: error: causal_conv1d: "
+                                 "weight tensor<6 x 1 x 4 x f32> must be "
+                                 "[channels, 1, kernel] with channels = 8"),
+            std::string::npos)
+      << c.diagnostics();
+}
+
+TEST(StateOps, StateOpsNeedALayerLoop) {
+  ScratchDir d;
+  std::string arch = R"(
+arch lin {
+  model(x: f32[batch, seq, 8]) -> (y) {
+    y = op.causal_conv1d(x, param("conv", [8, 1, 4]))
+  }
+})";
+  auto c = compile(d, arch, "{}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("op.causal_conv1d must be used inside a "
+                                 "layer loop"),
+            std::string::npos)
+      << c.diagnostics();
+}
+
+TEST(StateOps, MlaCachesTheLatentOnly) {
+  ScratchDir d;
+  std::string arch = R"(
+arch mla {
+  model(x: f32[batch, seq, 16]) -> (y) {
+    for i in 0 .. 1 @ "l.{i}" {
+      q = op.reshape(op.matmul(x, param("wq", [16, 24])), [batch, seq, 2, 12])
+      q_nope, q_pe = op.split(q, [8, 4])
+      lat = op.cache(op.matmul(x, param("wkv", [16, 6])), "compressed_kv")
+      k_pe = op.cache(op.matmul(x, param("wr", [16, 4])), "k_pe")
+      o = op.mla_attention(q_nope, q_pe, lat, k_pe, param("kv_b", [2 * (8 + 5), 6]), v_dim: 5)
+      x = x + op.matmul(op.reshape(o, [batch, seq, 10]), param("wo", [10, 16]))
+    }
+    y = x
+  }
+})";
+  auto c = compile(d, arch, "{}", EmitTarget::IR,
+                   {"shape-inference", "kv-cache", "shape-inference"});
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  const auto &g = c.module().graph;
+  ASSERT_EQ(g.stateInputs.size(), 2u);
+  EXPECT_EQ(g.stateInputs[0].type.str(), "tensor<batch x past x 6 x f32>");
+  EXPECT_EQ(g.stateOutputs[1].type.str(), "tensor<batch x (past + seq) x 4 x f32>");
+  EXPECT_DOUBLE_EQ(computeModelFacts(c.module()).kvBytesPerToken(16),
+                   (6 + 4) * 2);
+
+  // kv_b must be [heads * (nope + v_dim), latent].
+  std::string bad = arch;
+  bad.replace(bad.find("[2 * (8 + 5), 6]"), 16, "[2 * (8 + 4), 6]");
+  c = compile(d, bad, "{}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("kv_weight tensor<24 x 6 x f32> must be "
+                                 "[heads * (nope + v_dim), c]"),
+            std::string::npos)
+      << c.diagnostics();
+}
+
+TEST(StateOps, StackedExpertsAreSlicedAndCountedAsExperts) {
+  ScratchDir d;
+  std::string arch = R"(
+arch moe {
+  model(x: f32[batch, seq, 4]) -> (y) {
+    w, idx = op.route(op.matmul(x, param("gate", [4, 3])), top_k: 1)
+    up = param("up", [3, 4, 6])
+    y = op.experts(x, w, idx, count: 3, body: fn(t, e) {
+      return op.matmul(op.matmul(t, up[e]), param("down.{e}", [6, 4]))
+    })
+  }
+})";
+  auto c = compile(d, arch, "{}");
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  ModelFacts f = computeModelFacts(c.module());
+  EXPECT_EQ(f.params, 12 + 72 + 72);
+  EXPECT_EQ(f.expertParams, 72 + 72);
+  ASSERT_EQ(f.moe.size(), 0u); // no layer loop: facts come from repeat regions
+  EXPECT_EQ(f.activatedParamsPerToken(), 12 + 72 + 72);
+
+  // Only a weight stacking every expert can be indexed by `e`.
+  std::string bad = arch;
+  bad.replace(bad.find("[3, 4, 6]"), 9, "[2, 4, 6]");
+  c = compile(d, bad, "{}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("only a weight stacking all 3 experts along "
+                                 "its first axis can be indexed"),
+            std::string::npos)
+      << c.diagnostics();
+}
