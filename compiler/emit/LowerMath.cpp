@@ -95,13 +95,20 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
         "Reciprocal",
         {b.node("Sqrt", {b.node("Add", {ms, b.f32Scalar(static_cast<float>(
                                                 op.getFloat("eps")))})})});
-    std::string y = narrow(b.node("Mul", {x, inv}));
-    if (op.getNumOperands() > 1) {
-      std::string w = in(op.getOperand(1));
-      double offset = op.getFloat("offset", 0.0);
-      if (offset != 0.0)
-        w = b.node("Add", {w, actScalar(offset)});
-      y = b.node("Mul", {y, w});
+    std::string y = b.node("Mul", {x, inv});
+    double offset = op.getFloat("offset", 0.0);
+    if (op.getNumOperands() > 1 && offset != 0.0) {
+      // (offset + w) in float32 before the cast, as the zero-centred norms
+      // of Gemma and Qwen3.5 do: 1 + w is not representable in half
+      // precision as finely as w itself.
+      std::string w = b.node("Add", {widen(in(op.getOperand(1))),
+                                     b.f32Scalar(static_cast<float>(offset))});
+      y = narrow(b.node("Mul", {y, w}));
+    } else {
+      // x / rms(x) cast to the activation type, then times w (LLaMA's order).
+      y = narrow(y);
+      if (op.getNumOperands() > 1)
+        y = b.node("Mul", {y, in(op.getOperand(1))});
     }
     def(op.getResult(), y);
     return true;

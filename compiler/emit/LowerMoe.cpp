@@ -153,11 +153,11 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
   std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
   std::string idx = b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})});
   std::string n = b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({1})});
+  // The weighted sum accumulates in float32 (more accurate, and ONNX
+  // Runtime's CPU ScatterND has no float16 add).
   std::string out = b.node(
       "ConstantOfShape",
       {b.node("Concat", {n, b.i64({dOut})}, {OnnxAttr::integer("axis", 0)})});
-  if (act != onnx::TensorProto_DataType_FLOAT)
-    out = castTo(out, act);
   std::string zero = actScalar(0.0);
   for (int64_t e = 0; e < count; ++e) {
     std::string hit = b.node("Equal", {idx, b.i64Scalar(e)});     // [N, k]
@@ -187,7 +187,7 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
     std::string wsel = b.node(
         "Unsqueeze", {b.node("Gather", {we, tok}, {OnnxAttr::integer("axis", 0)}),
                       b.i64({1})});
-    std::string contrib = b.node("Mul", {ye, wsel});
+    std::string contrib = b.node("Mul", {widen(ye), widen(wsel)});
     out = b.node("ScatterND",
                  {out, b.node("Unsqueeze", {tok, b.i64({1})}), contrib},
                  {OnnxAttr::str("reduction", "add")});
@@ -195,8 +195,8 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
   std::string shape = shapeTensor(rt.dims);
   if (shape.empty())
     return fail(op, "cannot compute the output shape");
-  def(op.getResult(), b.node("Reshape", {out, shape},
-                             {OnnxAttr::integer("allowzero", 1)}));
+  def(op.getResult(), narrow(b.node("Reshape", {out, shape},
+                                    {OnnxAttr::integer("allowzero", 1)})));
   return true;
 }
 

@@ -7,6 +7,20 @@ const ort = require('onnxruntime-node');
 const STATE_IN = 'past_key_values.';
 const STATE_OUT = 'present.';
 
+/// IEEE binary16 bits (Uint16Array) -> Float32Array.
+function halfToFloat(bits) {
+  const out = new Float32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) {
+    const h = bits[i];
+    const sign = h & 0x8000 ? -1 : 1;
+    const exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+    if (exp === 0) out[i] = sign * frac * 2 ** -24;
+    else if (exp === 31) out[i] = frac ? NaN : sign * Infinity;
+    else out[i] = sign * (1 + frac / 1024) * 2 ** (exp - 15);
+  }
+  return out;
+}
+
 class Decoder {
   static async load(modelPath) {
     const d = new Decoder();
@@ -28,7 +42,9 @@ class Decoder {
       const shape = m.shape.map((d) =>
         typeof d === 'number' ? d : d === 'batch_size' ? batch : 0);
       const n = shape.reduce((a, b) => a * b, 1);
-      state[m.name] = new ort.Tensor(m.type, new Float32Array(n), shape);
+      // float16 tensors carry raw IEEE half bits; zero is 0x0000 either way.
+      const data = m.type === 'float16' ? new Uint16Array(n) : new Float32Array(n);
+      state[m.name] = new ort.Tensor(m.type, data, shape);
     }
     return state;
   }
@@ -49,7 +65,8 @@ class Decoder {
     for (const [name, t] of Object.entries(out))
       if (name.startsWith(STATE_OUT)) next[STATE_IN + name.slice(STATE_OUT.length)] = t;
     const logits = out.logits;
-    return { logits: logits.data, vocab: logits.dims[2], dims: logits.dims, state: next };
+    const data = logits.type === 'float16' ? halfToFloat(logits.data) : logits.data;
+    return { logits: data, vocab: logits.dims[2], dims: logits.dims, state: next };
   }
 }
 
