@@ -21,6 +21,7 @@ of being computed some other way.
 import json
 import math
 import struct
+import sys
 
 import numpy as np
 
@@ -438,6 +439,8 @@ class Spec:
 
 def expected_weight_shapes(cfg, family):
     """The HF checkpoint names and shapes of a model (what from_pretrained loads with nothing missing)."""
+    if family in PLUGINS:
+        return PLUGINS[family].expected_weight_shapes(cfg, family)
     s = Spec(cfg, family)
     return _weight_shapes(s)
 
@@ -528,7 +531,33 @@ def _weight_shapes(s):
 _IGNORED_ON_LOAD = {"gpt2": (".attn.bias", ".attn.masked_bias")}
 
 
-class Model:
+class GreedyMixin:
+    """greedy() for any model with forward(ids) -> logits [B, S, V]."""
+
+    def greedy(self, prompt, steps):
+        """Greedy decoding by recomputing the whole sequence each step (equivalent to HF generate with
+        a correct cache). Returns (new tokens, step logits [steps, V], top1 - top2 margins)."""
+        seq = list(int(t) for t in prompt)
+        toks, logits, margins = [], [], []
+        for _ in range(steps):
+            last = self.forward(np.asarray([seq]))[0, -1]
+            order = np.argsort(-last, kind="stable")
+            t = int(order[0])
+            toks.append(t)
+            logits.append(last)
+            margins.append(float(last[order[0]] - last[order[1]]))
+            seq.append(t)
+        return toks, np.stack(logits), margins
+
+
+def Model(config, weights, family):  # noqa: N802 (kept a constructor-like name for callers)
+    """The reference model of `family`: the core families below, or a plugin module's."""
+    if family in PLUGINS:
+        return PLUGINS[family].Model(config, weights, family)
+    return CoreModel(config, weights, family)
+
+
+class CoreModel(GreedyMixin):
     def __init__(self, config, weights, family):
         self.spec = Spec(config, family)
         shapes = _weight_shapes(self.spec)
@@ -682,21 +711,6 @@ class Model:
             return self._forward_gpt2(ids, positions)
         return self._forward_llama_like(ids, positions)
 
-    def greedy(self, prompt, steps):
-        """Greedy decoding by recomputing the whole sequence each step (equivalent to HF generate with
-        a correct cache). Returns (new tokens, step logits [steps, V], top1 - top2 margins)."""
-        seq = list(int(t) for t in prompt)
-        toks, logits, margins = [], [], []
-        for _ in range(steps):
-            last = self.forward(np.asarray([seq]))[0, -1]
-            order = np.argsort(-last, kind="stable")
-            t = int(order[0])
-            toks.append(t)
-            logits.append(last)
-            margins.append(float(last[order[0]] - last[order[1]]))
-            seq.append(t)
-        return toks, np.stack(logits), margins
-
 
 def load_case(case_dir, family):
     """Model for a case directory (config.json + model.safetensors)."""
@@ -704,3 +718,36 @@ def load_case(case_dir, family):
         cfg = json.load(f)
     weights, _ = read_safetensors(f"{case_dir}/model.safetensors")
     return Model(cfg, weights, family)
+
+
+# ---- plugin families --------------------------------------------------------
+# Further families live in tests/reference/families/*.py. Each module defines
+#   FAMILIES = {"family": "HFClassName", ...}
+#   expected_weight_shapes(cfg, family) -> {name: shape}
+#   Model(cfg, weights, family) -> object with .spec.vocab, .router_gaps (list),
+#                                  .forward(ids [B, S]) -> logits, .greedy(...)
+#   weight_init(name, shape) -> None (default scheme) or ("normal", std) /
+#                               ("norm", None) / ("uniform", (lo, hi))   [optional]
+# and is registered here by name.
+PLUGINS = {}
+
+
+def _load_plugins():
+    import importlib
+    import os as _os
+    here = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "families")
+    if not _os.path.isdir(here):
+        return
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    for fname in sorted(_os.listdir(here)):
+        if fname.endswith(".py") and not fname.startswith("_"):
+            mod = importlib.import_module(fname[:-3])
+            for fam, cls in mod.FAMILIES.items():
+                if fam in HF_CLASS:
+                    raise ValueError(f"family {fam} defined twice ({fname})")
+                HF_CLASS[fam] = cls
+                PLUGINS[fam] = mod
+
+
+_load_plugins()

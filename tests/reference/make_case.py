@@ -51,14 +51,18 @@ def weight_std_or_init(name, shape):
     return ("normal", 1.0 / np.sqrt(shape[1]))              # nn.Linear [out, in]
 
 
-def make_weights(shapes, seed):
+def make_weights(shapes, seed, family):
     rng = np.random.default_rng(seed)
+    plugin = ref.PLUGINS.get(family)
     out = {}
     for name in sorted(shapes):
         shape = tuple(shapes[name])
-        kind, std = weight_std_or_init(name, shape)
+        init = plugin.weight_init(name, shape) if plugin and hasattr(plugin, "weight_init") else None
+        kind, std = init or weight_std_or_init(name, shape)
         if kind == "norm":
             a = 1.0 + rng.uniform(-0.2, 0.2, size=shape)
+        elif kind == "uniform":
+            a = rng.uniform(std[0], std[1], size=shape)
         else:
             a = rng.normal(0.0, std, size=shape)
         out[name] = a.astype(np.float32)
@@ -115,7 +119,7 @@ def main():
         text = f.read()
     cfg = json.loads(text)
     shapes = ref.expected_weight_shapes(cfg, a.family)
-    weights = make_weights(shapes, a.seed)
+    weights = make_weights(shapes, a.seed, a.family)
     model = ref.Model(cfg, weights, a.family)
 
     chosen, fallback = None, None
