@@ -59,8 +59,6 @@ static ir::DType chooseDType(const Options &opts, const JsonSource &cfg) {
 
 bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
   DiagnosticEngine &diags = *c.diags;
-  if (!c.program.load(opts.input, opts.includeDirs, c.sourceMgr, diags))
-    return false;
   std::string architecture;
   if (!opts.config.empty()) {
     c.config = JsonSource::load(opts.config, c.sourceMgr, diags);
@@ -72,6 +70,27 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
         (*it)[0].is_string())
       architecture = (*it)[0].get<std::string>();
   }
+  // Without an .arch file, the bundled family that matches the config's
+  // architectures[0] is compiled.
+  std::string input = opts.input;
+  if (input.empty()) {
+    std::vector<std::string> known;
+    input = architecture.empty() ? "" : findBundledArch(architecture, known);
+    if (input.empty()) {
+      std::string list;
+      for (const std::string &k : known)
+        list += (list.empty() ? "" : ", ") + k;
+      diags.error(c.config ? c.config->rangeOf("/architectures") : SourceRange(),
+                  architecture.empty()
+                      ? "the config names no architecture; pass an .arch file"
+                      : "no bundled architecture file matches '" +
+                            architecture + "'; pass an .arch file (bundled: " +
+                            list + ")");
+      return false;
+    }
+  }
+  if (!c.program.load(input, opts.includeDirs, c.sourceMgr, diags))
+    return false;
   // A file of defs only (a library) gets its static checks.
   if (c.program.getMainFile().archs.empty()) {
     if (!runSema(c.program, nullptr, diags))
@@ -105,7 +124,7 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
   c.module = std::make_unique<ir::Module>();
   ir::Module &m = *c.module;
   m.name = c.arch->name;
-  m.sourceFile = std::filesystem::path(opts.input).filename().string();
+  m.sourceFile = std::filesystem::path(input).filename().string();
   m.configFile = std::filesystem::path(opts.config).filename().string();
   m.activationDType = chooseDType(opts, *c.config);
 

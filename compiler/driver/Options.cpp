@@ -16,9 +16,11 @@
 namespace archc {
 
 namespace {
-const char *kUsage = R"(usage: archc <file.arch> --config <config.json> [options]
+const char *kUsage = R"(usage: archc [<file.arch>] --config <config.json> [options]
 
 Compiles a model architecture for the Hugging Face config of one model.
+Without <file.arch>, the bundled family whose `matches` list names the
+config's architectures[0] is used.
 
 Output:
   -emit=ir             typed IR (default), deterministic text
@@ -45,7 +47,7 @@ Profile (-emit=profile):
   --seq=<n[,n...]>     prompt length(s) for prefill (default 2048)
   --past=<n[,n...]>    tokens already cached for decode (default = seq)
   --context=<n>        same as --past
-  --device=<id[,id]>   device(s) from runtime_profile/devices.yaml
+  --device=<id[,id]>   device(s) from runtime_profile/devices/<id>.yaml
   --runtime=<preset>   runtime preset (bf16, fp16, fp8, w4a16, ...) or a YAML
                        file
   --format=<f>         table (default) | json | csv | md
@@ -295,7 +297,7 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       o.input = a;
     }
   }
-  if (o.input.empty()) {
+  if (o.input.empty() && o.config.empty()) {
     fmt::print(stderr, "archc: error: no input .arch file (see --help)\n");
     return false;
   }

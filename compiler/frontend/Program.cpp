@@ -7,8 +7,11 @@
 
 #include "frontend/Parser.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <regex>
 
 namespace fs = std::filesystem;
 
@@ -22,6 +25,39 @@ std::string bundledArchsDir() {
 #else
   return "archs";
 #endif
+}
+
+std::string findBundledArch(const std::string &architecture,
+                            std::vector<std::string> &known) {
+  // `arch NAME matches "A", "B"` (possibly over several lines): a textual
+  // scan is enough to choose the file, which is then parsed properly.
+  static const std::regex matchesClause(
+      R"re(\barch\s+[A-Za-z_][A-Za-z0-9_]*\s+matches\s+("[^"]*"(\s*,\s*"[^"]*")*))re");
+  static const std::regex quoted(R"re("([^"]*)")re");
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto &e : fs::directory_iterator(bundledArchsDir(), ec))
+    if (e.path().extension() == ".arch")
+      files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::string found;
+  for (const fs::path &f : files) {
+    std::ifstream in(f);
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    for (auto m = std::sregex_iterator(text.begin(), text.end(), matchesClause);
+         m != std::sregex_iterator(); ++m) {
+      std::string list = (*m)[1];
+      for (auto q = std::sregex_iterator(list.begin(), list.end(), quoted);
+           q != std::sregex_iterator(); ++q) {
+        known.push_back((*q)[1]);
+        if ((*q)[1] == architecture && found.empty())
+          found = f.string();
+      }
+    }
+  }
+  std::sort(known.begin(), known.end());
+  return found;
 }
 
 bool Program::load(const std::string &path,

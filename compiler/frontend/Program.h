@@ -54,6 +54,12 @@ private:
 /// build time and overridable with the ARCHC_ARCHS_DIR environment variable.
 std::string bundledArchsDir();
 
+/// The bundled .arch file whose `matches` list names `architecture` (a
+/// Hugging Face class such as "LlamaForCausalLM"), or "" when none does.
+/// `known` receives every class the bundled files name, sorted.
+std::string findBundledArch(const std::string &architecture,
+                            std::vector<std::string> &known);
+
 } // namespace archc
 
 #endif // ARCHC_FRONTEND_PROGRAM_H
