@@ -704,16 +704,10 @@ Evaluator::Flow Evaluator::execStmt(const ast::Stmt &s,
     return execFor(*cast<ast::ForStmt>(&s), env);
   case ast::Stmt::Kind::If: {
     auto *i = cast<ast::IfStmt>(&s);
-    EvalValue c = eval(*i->cond, env);
-    if (c.isPoison())
+    std::optional<bool> c = evalCondition(*i->cond, env, "condition");
+    if (!c)
       return Flow::Normal;
-    if (c.getKind() != EvalValue::Kind::Bool) {
-      error(i->cond->getRange(),
-            fmt::format("condition must be a compile-time bool, got {}",
-                        c.typeName()));
-      return Flow::Normal;
-    }
-    return exec(c.getBool() ? i->then : i->otherwise, env);
+    return exec(*c ? i->then : i->otherwise, env);
   }
   case ast::Stmt::Kind::Return: {
     auto *r = cast<ast::ReturnStmt>(&s);
@@ -731,16 +725,10 @@ Evaluator::Flow Evaluator::execStmt(const ast::Stmt &s,
   }
   case ast::Stmt::Kind::Check: {
     auto *c = cast<ast::CheckStmt>(&s);
-    EvalValue v = eval(*c->cond, env);
-    if (v.isPoison())
+    std::optional<bool> v = evalCondition(*c->cond, env, "check condition");
+    if (!v)
       return Flow::Normal;
-    if (v.getKind() != EvalValue::Kind::Bool) {
-      error(c->cond->getRange(),
-            fmt::format("check condition must be a bool, got {}",
-                        v.typeName()));
-      return Flow::Normal;
-    }
-    if (!v.getBool()) {
+    if (!*v) {
       error(c->cond->getRange(),
             c->message ? interpolate(*c->message, s.getRange(), env, false)
                        : "check failed");
@@ -750,6 +738,20 @@ Evaluator::Flow Evaluator::execStmt(const ast::Stmt &s,
   }
   }
   return Flow::Normal;
+}
+
+std::optional<bool> Evaluator::evalCondition(const ast::Expr &e,
+                                             const std::shared_ptr<Env> &env,
+                                             const char *what) {
+  EvalValue v = eval(e, env);
+  if (v.isPoison())
+    return std::nullopt;
+  if (v.getKind() != EvalValue::Kind::Bool) {
+    error(e.getRange(), fmt::format("{} must be a compile-time bool, got {}",
+                                    what, v.typeName()));
+    return std::nullopt;
+  }
+  return v.getBool();
 }
 
 namespace {
@@ -1067,16 +1069,10 @@ EvalValue Evaluator::eval(const ast::Expr &e, const std::shared_ptr<Env> &env) {
   }
   case ast::Expr::Kind::Cond: {
     auto *c = cast<ast::CondExpr>(&e);
-    EvalValue cond = eval(*c->cond, env);
-    if (cond.isPoison())
-      return cond;
-    if (cond.getKind() != EvalValue::Kind::Bool) {
-      error(c->cond->getRange(),
-            fmt::format("condition must be a compile-time bool, got {}",
-                        cond.typeName()));
+    std::optional<bool> cond = evalCondition(*c->cond, env, "condition");
+    if (!cond)
       return EvalValue::poison();
-    }
-    return eval(cond.getBool() ? *c->then : *c->otherwise, env);
+    return eval(*cond ? *c->then : *c->otherwise, env);
   }
   case ast::Expr::Kind::Fn: {
     auto *f = cast<ast::FnExpr>(&e);

@@ -27,6 +27,11 @@ public:
 
   /// Evaluates an expression in `env`. Errors are reported and yield poison.
   EvalValue eval(const ast::Expr &e, const std::shared_ptr<Env> &env);
+  /// Evaluates a condition that must be a compile-time bool; reports (as
+  /// "<what> must be a compile-time bool") and returns nullopt otherwise.
+  std::optional<bool> evalCondition(const ast::Expr &e,
+                                    const std::shared_ptr<Env> &env,
+                                    const char *what);
 
   /// Builds the module's graph from the arch's model. `configEnv` holds the
   /// bound config values. Returns false when errors were reported.
