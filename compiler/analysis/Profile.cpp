@@ -87,7 +87,8 @@ int64_t ModelFacts::worstCaseActivatedParams(int64_t tokens) const {
 double ModelFacts::kvBytesPerToken(double kvBits) const {
   double n = 0;
   for (const StateFacts &s : states)
-    n += static_cast<double>(s.elementsPerToken) *
+    n += static_cast<double>(s.elementsPerToken) /
+         static_cast<double>(std::max<int64_t>(s.stride, 1)) *
          static_cast<double>(s.layers.size()) * (s.bits > 0 ? s.bits : kvBits);
   return n / 8;
 }
@@ -105,6 +106,7 @@ double ModelFacts::kvBytes(int64_t context, int64_t batch,
   double n = 0;
   for (const StateFacts &s : states) {
     int64_t tokens = s.window > 0 ? std::min(context, s.window) : context;
+    tokens /= std::max<int64_t>(s.stride, 1); // complete windows only
     n += static_cast<double>(s.elementsPerToken) *
          static_cast<double>(s.layers.size()) * static_cast<double>(tokens) *
          (s.bits > 0 ? s.bits : kvBits);
@@ -115,18 +117,62 @@ double ModelFacts::kvBytes(int64_t context, int64_t batch,
 
 namespace {
 
+double densityOf(const ir::Value *v, std::map<const ir::Value *, double> &memo) {
+  auto it = memo.find(v);
+  if (it != memo.end())
+    return it->second;
+  double d = 1;
+  const ir::Op *op = v->getDefiningOp();
+  if (op) {
+    switch (op->getKind()) {
+    case OpKind::Compress:
+      // Entries and their flags: one per window; the present state is dense.
+      if (v->getResultIndex() < 2)
+        d = 1.0 / static_cast<double>(std::max<int64_t>(op->getInt("ratio"), 1));
+      break;
+    case OpKind::Cache:
+      // Past and present hold what the new tokens add.
+      d = densityOf(op->getOperand(0), memo);
+      break;
+    case OpKind::Param:
+    case OpKind::Const:
+    case OpKind::StateIn:
+    case OpKind::Gather:
+    case OpKind::Attention:
+    case OpKind::MlaAttention:
+    case OpKind::Route:
+    case OpKind::Experts:
+    case OpKind::Repeat:
+    case OpKind::CausalConv:
+    case OpKind::DeltaRule:
+      break;
+    default:
+      // Computed from the entries: as sparse as the sparsest operand.
+      for (const ir::Value *o : op->operands)
+        d = std::min(d, densityOf(o, memo));
+      break;
+    }
+  }
+  memo[v] = d;
+  return d;
+}
+
 int64_t staticElements(const ir::TensorType &t) {
   return t.numElements().getConstant().value_or(0);
 }
 
-/// The attention op that reads a cache op's keys/values, if any.
+/// The attention op that reads a cache op's keys/values (not its extra
+/// keys), if any.
 const ir::Op *attentionReading(const ir::Block &b, const ir::Value *v) {
-  for (const auto &op : b.getOps())
-    if (op->getKind() == OpKind::Attention ||
-        op->getKind() == OpKind::MlaAttention)
+  for (const auto &op : b.getOps()) {
+    if (op->getKind() == OpKind::Attention &&
+        (op->getOperand(1) == v || op->getOperand(2) == v))
+      return op.get();
+    if (op->getKind() == OpKind::MlaAttention)
       for (const ir::Value *o : op->operands)
         if (o == v)
           return op.get();
+  }
   return nullptr;
 }
 
@@ -138,6 +184,11 @@ int64_t paramsOf(const ir::Module &m, const std::string &pattern) {
 }
 
 } // namespace
+
+double keyDensity(const ir::Value *v) {
+  std::map<const ir::Value *, double> memo;
+  return densityOf(v, memo);
+}
 
 ModelFacts computeModelFacts(const ir::Module &m) {
   ModelFacts f;
@@ -166,6 +217,8 @@ ModelFacts computeModelFacts(const ir::Module &m) {
             s.elementsPerToken *= x.dims[i].getConstant().value_or(0);
           if (const ir::Op *attn = attentionReading(*region, inner->getResult(0)))
             s.window = attn->getInt("window", 0);
+          s.stride = static_cast<int64_t>(
+              std::llround(1.0 / keyDensity(inner->getOperand(0))));
           f.states.push_back(s);
         }
         if (inner->getFamily() == ir::OpFamily::Recurrent) {
@@ -177,7 +230,8 @@ ModelFacts computeModelFacts(const ir::Module &m) {
             s.elementsPerSequence = 1;
             for (size_t i = 1; i < t.rank(); ++i)
               s.elementsPerSequence *= t.dims[i].getConstant().value_or(0);
-            if (t.dtype == ir::DType::F32 && inner->getKind() == OpKind::DeltaRule)
+            if (t.dtype == ir::DType::F32 && (inner->getKind() == OpKind::DeltaRule ||
+                                              inner->getKind() == OpKind::Compress))
               s.bits = 32;
             f.states.push_back(s);
           }
@@ -244,7 +298,34 @@ public:
                          8;
   }
 
+  /// Fraction of key positions holding data (1 / ratio for compressed
+  /// entries and what is computed from them).
+  double density(const ir::Value *v) const { return densityOf(v, densityMemo); }
+
   Cost cost(const ir::Op &op, const ir::Block &block) const {
+    Cost c = opCost(op, block);
+    switch (op.getKind()) {
+    case OpKind::Attention:
+    case OpKind::MlaAttention:
+    case OpKind::Compress:
+    case OpKind::CausalConv:
+    case OpKind::DeltaRule:
+    case OpKind::Route:
+    case OpKind::Experts:
+      return c;
+    default:
+      break;
+    }
+    // Ops over compressed entries work on the positions that hold one.
+    if (op.getNumResults() > 0) {
+      double dn = density(op.getResult(0));
+      if (dn < 1)
+        c = c.scaled(dn);
+    }
+    return c;
+  }
+
+  Cost opCost(const ir::Op &op, const ir::Block &block) const {
     Cost c;
     switch (op.getKind()) {
     case OpKind::Param:
@@ -290,6 +371,26 @@ public:
     case OpKind::CausalConv:
     case OpKind::DeltaRule:
       return recurrent(op);
+    case OpKind::Compress:
+      return compress(op);
+    case OpKind::ReduceSum:
+    case OpKind::ReduceMean: {
+      // One add per input element (and one divide per output for the mean).
+      c.flops = elements(op.getOperand(0)->type);
+      if (op.getKind() == OpKind::ReduceMean)
+        c.flops += elements(op.getResult()->type);
+      read(op.getOperand(0), c);
+      write(op.getResult(), c);
+      return c;
+    }
+    case OpKind::TopkMask: {
+      // Per score: the visibility select and the selection compare.
+      c.flops = 2 * elements(op.getOperand(0)->type);
+      for (const ir::Value *v : op.operands)
+        read(v, c);
+      write(op.getResult(), c);
+      return c;
+    }
     case OpKind::Cache: {
       const ir::Value *x = op.getOperand(0);
       c.kvWriteBytes = elements(x->type) * bits.kvBits / 8;
@@ -336,6 +437,7 @@ public:
 private:
   const Precision &bits;
   std::map<std::string, int64_t> env;
+  mutable std::map<const ir::Value *, double> densityMemo;
 
   Cost elementwise(const ir::Op &op) const {
     Cost c;
@@ -425,7 +527,50 @@ private:
     double dk = dim(q.dims[3]), dv = dim(v.dims[3]);
     double t = dim(k.dims[1]), hk = dim(k.dims[2]);
     double w = static_cast<double>(op.getInt("window", 0));
-    double keys = visitedKeys(s, t, w, op.getBool("causal", true));
+    bool causal = op.getBool("causal", true);
+    double keys = visitedKeys(s, t, w, causal);
+    // Distinct key positions read (a window bounds them); shared K = V
+    // (one tensor as both) is read once.
+    double span = w > 0 ? std::min(t, w + s - 1) : t;
+    auto kvRead = [&](const ir::Value *key, const ir::Value *value,
+                      double positions) {
+      double elems = b * hk * positions * (dk + (key == value ? 0 : dv));
+      bool cached = key->getDefiningOp() &&
+                    key->getDefiningOp()->getKind() == OpKind::Cache;
+      if (cached)
+        c.kvReadBytes += elems * bits.kvBits / 8;
+      else
+        c.activationBytes += elems * bits.activationBits / 8;
+    };
+    kvRead(op.getOperand(1), op.getOperand(2), span);
+    size_t next = 3;
+    if (op.getBool("sinks"))
+      read(op.getOperand(next++), c);
+    if (op.getBool("extra")) {
+      // Extra keys (compressed entries, a fraction `dens` of the key
+      // positions): query j at position t - s + j sees the
+      // floor((t - s + j + 1) dens) entries before it, or the k of them a
+      // topk_mask keeps.
+      const ir::Value *ek = op.getOperand(next), *ev = op.getOperand(next + 1);
+      next += 2;
+      double dens = density(ek);
+      double limit = 0;
+      if (op.getBool("extra_mask")) {
+        const ir::Value *em = op.getOperand(next++);
+        const ir::Op *sel = em->getDefiningOp();
+        if (sel && sel->getKind() == OpKind::TopkMask)
+          limit = static_cast<double>(sel->getInt("k"));
+        read(em, c);
+      }
+      double extra = 0;
+      for (double j = 0; j < s; ++j) {
+        double seen = causal ? std::floor((t - s + j + 1) * dens + 1e-9)
+                             : std::floor(t * dens + 1e-9);
+        extra += limit > 0 ? std::min(limit, seen) : seen;
+      }
+      keys += extra;
+      kvRead(ek, ev, std::floor(t * dens + 1e-9));
+    }
     c.macs = b * h * (dk + dv) * keys;
     c.matmulFlops = 2 * c.macs;
     double scores = b * h * keys;
@@ -433,17 +578,8 @@ private:
                       (op.hasAttr("softcap") ? 3 : 0);
     c.flops = c.matmulFlops + scores * perScore;
     c.transcendentals = scores * (op.hasAttr("softcap") ? 2 : 1);
-    // Distinct key positions read (a window bounds them).
-    double span = w > 0 ? std::min(t, w + s - 1) : t;
-    bool cached = op.getOperand(1)->getDefiningOp() &&
-                  op.getOperand(1)->getDefiningOp()->getKind() == OpKind::Cache;
-    double kvElems = b * hk * span * (dk + dv);
-    if (cached)
-      c.kvReadBytes = kvElems * bits.kvBits / 8;
-    else
-      c.activationBytes += kvElems * bits.activationBits / 8;
     read(op.getOperand(0), c);
-    for (size_t i = 3; i < op.getNumOperands(); ++i)
+    for (size_t i = next; i < op.getNumOperands(); ++i)
       read(op.getOperand(i), c);
     write(op.getResult(), c);
     return c;
@@ -540,6 +676,35 @@ private:
     c.transcendentals = b * s * hv;
     c.kvReadBytes = stateElems * 32 / 8; // float32 state
     c.kvWriteBytes = stateElems * 32 / 8;
+    return c;
+  }
+
+  /// op.compress: one entry per window of `ratio` tokens (amortised over
+  /// the tokens of the call): per slot and output channel of the window
+  /// (W = ratio, 2 ratio with overlap) the gate + ape add, the softmax and
+  /// the weighted sum; every token's kv and gate inputs are read once, the
+  /// float32 state read and written once per call.
+  Cost compress(const ir::Op &op) const {
+    Cost c;
+    const ir::TensorType &kv = op.getOperand(0)->type;
+    double ratio = static_cast<double>(op.getInt("ratio"));
+    bool overlap = op.getBool("overlap");
+    double window = overlap ? 2 * ratio : ratio;
+    double out = dim(kv.dims[2]) / (overlap ? 2 : 1);
+    double entries = dim(kv.dims[0]) * dim(kv.dims[1]) / ratio;
+    double slots = entries * window * out;
+    c.flops = slots * (1 + 5 + 2);
+    c.transcendentals = slots;
+    for (size_t i = 0; i < ir::baseOperandCount(op); ++i)
+      read(op.getOperand(i), c);
+    if (op.getBool("masked"))
+      read(op.operands.back(), c);
+    c.activationBytes += entries * out * bits.activationBits / 8;
+    write(op.getResult(1), c);
+    ir::TensorType state;
+    ir::recurrentStateType(op, state);
+    c.kvReadBytes = elements(state) * 32 / 8;
+    c.kvWriteBytes = elements(state) * 32 / 8;
     return c;
   }
 

@@ -58,13 +58,16 @@ struct OpProfile {
 };
 
 /// A stateful op's cache (e.g. K or V of one layer kind) or constant-size
-/// state (a conv or recurrent state).
+/// state (a conv, recurrent or compressor state).
 struct StateFacts {
   std::string name;          ///< "key", "value", "compressed_kv", ...
   std::vector<int64_t> layers;
   int64_t elementsPerToken = 0;    ///< growing state, per sequence and layer
   int64_t elementsPerSequence = 0; ///< constant state, per sequence and layer
   int64_t window = 0;              ///< 0 = grows without bound
+  /// A compressed state keeps one entry every `stride` tokens (1 = every
+  /// token): op.compress emits one entry per window of `ratio` tokens.
+  int64_t stride = 1;
   double bits = 0; ///< storage bits when fixed by the op (f32 recurrent
                    ///< state); 0 = the runtime's KV bits
 };
@@ -104,6 +107,12 @@ struct ModelFacts {
 
 /// Expected distinct experts touched by `tokens` tokens, k of E each.
 double expectedDistinctExperts(int64_t experts, int64_t k, double tokens);
+
+/// The fraction of a value's key (sequence) positions that hold data: 1 for
+/// ordinary tensors, 1 / ratio for the entries of op.compress and every
+/// value computed from them (normalised, rotated, cached, scored). Costs of
+/// ops over such values count only the positions that hold entries.
+double keyDensity(const ir::Value *v);
 
 /// Computes the static facts. The module must have been through kv-cache.
 ModelFacts computeModelFacts(const ir::Module &m);

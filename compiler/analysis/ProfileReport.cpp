@@ -224,7 +224,8 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
                           {"elements_per_token", s.elementsPerToken},
                           {"elements_per_sequence", s.elementsPerSequence},
                           {"bits", s.bits > 0 ? s.bits : rt.kvBits},
-                          {"window", s.window}});
+                          {"window", s.window},
+                          {"stride", s.stride}});
   model["states"] = states;
   json moe = json::array();
   for (const MoeFacts &f : facts.moe)

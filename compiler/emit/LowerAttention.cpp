@@ -11,7 +11,9 @@
 //   attention: GQA without repeating K/V (queries grouped per KV head),
 //              scaled scores, optional soft-capping, a boolean mask from
 //              absolute positions (causal, sliding window) and the padding
-//              mask, optional sinks, softmax in float32.
+//              mask, optional sinks, softmax in float32. Extra keys/values
+//              (compressed entries) get their own scores, masked causally
+//              (no window) and by the extra mask, and join the softmax.
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
@@ -19,6 +21,7 @@
 #include "emit/RopeTables.h"
 
 #include <cfloat>
+#include <climits>
 #include <cmath>
 
 namespace archc {
@@ -184,9 +187,8 @@ std::string OnnxLowering::storageOf(const ir::Value *v) {
 std::string OnnxLowering::allowedMask(const ir::Op &attn,
                                       const std::string &q,
                                       const std::string &keys,
-                                      int64_t keysAxis) {
+                                      int64_t keysAxis, int64_t window) {
   bool causal = attn.getBool("causal", true);
-  int64_t window = attn.getInt("window", 0);
   bool masked = attn.getBool("masked");
   std::string padding = masked ? in(attn.operands.back()) : "";
   std::string key = std::to_string(causal) + "/" + std::to_string(window) +
@@ -262,8 +264,39 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
     std::string c = b.f32Scalar(static_cast<float>(op.getFloat("softcap")));
     scores = b.node("Mul", {b.node("Tanh", {b.node("Div", {scores, c})}), c});
   }
-  std::string allowed = allowedMask(op, q, storageOf(op.getOperand(1)), 2);
+  std::string allowed = allowedMask(op, q, storageOf(op.getOperand(1)), 2,
+                                    op.getInt("window", 0));
   scores = b.node("Where", {allowed, scores, b.f32Scalar(-FLT_MAX)});
+  // Extra keys at the same positions (compressed entries): causal and
+  // padding masks without the window, and the op's extra mask.
+  size_t next = op.getBool("sinks") ? 4 : 3;
+  std::string extraV5, keyLen;
+  if (op.getBool("extra")) {
+    const ir::Value *ek = op.getOperand(next), *ev = op.getOperand(next + 1);
+    next += 2;
+    std::string ekT = b.node(
+        "Transpose", {b.node("Unsqueeze", {storageOf(ek), b.i64({2})})},
+        {OnnxAttr::list("perm", {0, 1, 2, 4, 3})});
+    extraV5 = b.node("Unsqueeze", {storageOf(ev), b.i64({2})});
+    std::string extra = widen(b.node("MatMul", {q5, ekT}));
+    extra = b.node("Mul", {extra, b.f32Scalar(static_cast<float>(scale))});
+    if (op.hasAttr("softcap")) {
+      std::string c = b.f32Scalar(static_cast<float>(op.getFloat("softcap")));
+      extra = b.node("Mul", {b.node("Tanh", {b.node("Div", {extra, c})}), c});
+    }
+    std::string seen = allowedMask(op, q, storageOf(ek), 2, 0);
+    if (op.getBool("extra_mask")) {
+      const ir::Value *em = op.getOperand(next++);
+      std::vector<int64_t> axes = em->type.rank() == 2
+                                      ? std::vector<int64_t>{1, 2, 3}
+                                      : std::vector<int64_t>{1, 2};
+      seen = b.node("And", {seen, b.node("Unsqueeze", {in(em), b.i64(axes)})});
+    }
+    extra = b.node("Where", {seen, extra, b.f32Scalar(-FLT_MAX)});
+    keyLen = b.node("Slice", {b.node("Shape", {scores}), b.i64({-1}),
+                              b.i64({INT64_MAX})});
+    scores = b.node("Concat", {scores, extra}, {OnnxAttr::integer("axis", -1)});
+  }
   std::string probs;
   if (op.getBool("sinks")) {
     // One extra logit per head in the softmax denominator, then dropped.
@@ -280,7 +313,17 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
   } else {
     probs = b.node("Softmax", {scores}, {OnnxAttr::integer("axis", -1)});
   }
-  std::string o = b.node("MatMul", {narrow(probs), v5}); // [B, Hkv, G, S, Dv]
+  std::string o;
+  if (!extraV5.empty()) {
+    std::vector<std::string> parts =
+        b.nodeN("Split", {probs, b.node("Concat", {keyLen, keyLen},
+                                         {OnnxAttr::integer("axis", 0)})},
+                {OnnxAttr::integer("axis", -1)}, 2);
+    o = b.node("Add", {b.node("MatMul", {narrow(parts[0]), v5}),
+                       b.node("MatMul", {narrow(parts[1]), extraV5})});
+  } else {
+    o = b.node("MatMul", {narrow(probs), v5}); // [B, Hkv, G, S, Dv]
+  }
   o = b.node("Reshape", {o, b.i64({0, h, -1, dv})});
   def(op.getResult(),
       b.node("Transpose", {o}, {OnnxAttr::list("perm", {0, 2, 1, 3})}));

@@ -28,8 +28,21 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
       {OpKind::Softplus, "Softplus"}, {OpKind::Abs, "Abs"}};
   if (auto it = direct.find(op.getKind()); it != direct.end()) {
     std::vector<std::string> ins;
-    for (size_t i = 0; i < op.getNumOperands(); ++i)
+    for (size_t i = 0; i < op.getNumOperands(); ++i) {
+      const ir::Value *v = op.getOperand(i);
+      // A rank-0 operand that adopted the other operand's element type
+      // (shape inference) is emitted in that type.
+      if (op.getFamily() == ir::OpFamily::Binary && v->type.rank() == 0 &&
+          v->type.dtype != r->type.dtype) {
+        int32_t to = onnxDType(ir::dtypeName(r->type.dtype));
+        const ir::Op *c = v->getDefiningOp();
+        ins.push_back(c && c->getKind() == OpKind::Const
+                          ? b.scalar(c->getFloat("value"), to)
+                          : castTo(x(i), to));
+        continue;
+      }
       ins.push_back(x(i));
+    }
     def(r, b.node(it->second, ins));
     return true;
   }
@@ -70,12 +83,15 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
     return true;
   }
   case OpKind::Cast:
-    def(r, castTo(x(0), onnxDType(op.getString("dtype"))));
+    // A cast to the type the value already has is the value.
+    def(r, op.getOperand(0)->type.dtype == r->type.dtype
+               ? x(0)
+               : castTo(x(0), onnxDType(op.getString("dtype"))));
     return true;
   case OpKind::Softmax: {
     std::string y = b.node("Softmax", {widen(x(0))},
                            {OnnxAttr::integer("axis", op.getInt("axis", -1))});
-    def(r, narrow(y));
+    def(r, narrowTo(y, r->type.dtype));
     return true;
   }
   default:
@@ -103,10 +119,10 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
       // precision as finely as w itself.
       std::string w = b.node("Add", {widen(in(op.getOperand(1))),
                                      b.f32Scalar(static_cast<float>(offset))});
-      y = narrow(b.node("Mul", {y, w}));
+      y = narrowTo(b.node("Mul", {y, w}), t.dtype);
     } else {
       // x / rms(x) cast to the activation type, then times w (LLaMA's order).
-      y = narrow(y);
+      y = narrowTo(y, t.dtype);
       if (op.getNumOperands() > 1)
         y = b.node("Mul", {y, in(op.getOperand(1))});
     }
@@ -129,7 +145,7 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
       "LayerNormalization", ins,
       {OnnxAttr::integer("axis", -1),
        OnnxAttr::real("epsilon", static_cast<float>(op.getFloat("eps")))});
-  def(op.getResult(), narrow(y));
+  def(op.getResult(), narrowTo(y, t.dtype));
   return true;
 }
 

@@ -56,7 +56,7 @@ bool OnnxLowering::lowerMlaAttention(const ir::Op &op) {
   // The latent acts as one key/value head shared by all H query heads:
   // [B, 1, H, S, T] matches the mask layout [B, Hkv, G, S, T].
   std::string scores5 = b.node("Unsqueeze", {scores, b.i64({1})});
-  std::string allowed = allowedMask(op, qNope, latent, 1);
+  std::string allowed = allowedMask(op, qNope, latent, 1, 0);
   scores5 = b.node("Where", {allowed, scores5, b.f32Scalar(-FLT_MAX)});
   std::string probs = narrow(b.node("Squeeze", {b.node("Softmax", {scores5},
                                                        {OnnxAttr::integer("axis", -1)}),

@@ -1,7 +1,8 @@
 //===- LowerMoe.cpp - ONNX lowering of MoE routing and experts ------------===//
 //
 // This file lowers `route` (scores, optional selection bias, group-limited
-// selection, top-k, renormalisation, scaling) and `experts` (sparse
+// selection, top-k or a table lookup, renormalisation, scaling) and
+// `experts` (sparse
 // dispatch: per expert, the tokens that selected it are gathered, run
 // through the expert body, weighted and scattered back with ScatterND add).
 // Only selected tokens are computed, so the cost matches the model's.
@@ -122,8 +123,17 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
       // when a kept expert's biased score is negative).
       select = b.node("Where", {keptExperts, select, b.f32Scalar(0.0f)});
     }
-    auto tk = topk(select, k);
-    indices = tk[1];
+    if (op.getBool("table")) {
+      // Hash routing: the experts of token t are table[t].
+      size_t t = op.getBool("bias") ? 2 : 1;
+      indices = b.node("Gather", {in(op.getOperand(t)), in(op.getOperand(t + 1))},
+                       {OnnxAttr::integer("axis", 0)});
+      if (op.getOperand(t)->type.dtype != ir::DType::I64)
+        indices = castTo(indices, onnx::TensorProto_DataType_INT64);
+    } else {
+      auto tk = topk(select, k);
+      indices = tk[1];
+    }
     weights = b.node("GatherElements", {scores, indices},
                      {OnnxAttr::integer("axis", -1)});
     if (normalize)

@@ -17,6 +17,7 @@
 #include "emit/OnnxLowering.h"
 
 #include <climits>
+#include <limits>
 
 namespace archc {
 
@@ -170,6 +171,123 @@ bool OnnxLowering::lowerDeltaRule(const ir::Op &op) {
   def(op.getResult(0), narrow(outs[1])); // [B, S, Hv, dv]
   if (op.getNumResults() > 1)
     def(op.getResult(1), outs[0]);
+  return true;
+}
+
+} // namespace archc
+
+namespace archc {
+
+// compress: the state holds the kv | gate inputs of the last W - 1 tokens
+// (W = ratio, 2 ratio with overlap), float32. Prepended to the new tokens it
+// gives every new token its window of W inputs (a Gather of [S, W]
+// positions); the entry of a token that closes a window (its count of real
+// tokens, from the padding mask, is a multiple of ratio) is the per-channel
+// softmax of gate + ape over the window weighting kv; with overlap the
+// first ratio slots use the first half of the channels (the previous
+// window, absent for the first one) and the last ratio slots the second
+// half. Other tokens give zeros.
+bool OnnxLowering::lowerCompress(const ir::Op &op) {
+  const ir::TensorType &kt = op.getOperand(0)->type;
+  int64_t channels = kt.dims[2].getConstant().value_or(0);
+  int64_t ratio = op.getInt("ratio");
+  bool overlap = op.getBool("overlap");
+  int64_t window = overlap ? 2 * ratio : ratio;
+  auto f32 = [&](const ir::Value *v) {
+    return v->type.dtype == ir::DType::F32 ? in(v) : castTo(in(v), kF32);
+  };
+  std::string kv = f32(op.getOperand(0)), gate = f32(op.getOperand(1));
+  std::string ape = f32(op.getOperand(2));
+  std::string cur = b.node("Concat", {kv, gate}, {OnnxAttr::integer("axis", -1)});
+  std::string shape = b.node("Shape", {kv});
+  std::string batch = b.node("Slice", {shape, b.i64({0}), b.i64({1})});
+  std::string seq = b.node("Slice", {shape, b.i64({1}), b.i64({2})});
+  size_t next = 3;
+  std::string state;
+  if (op.getBool("has_past")) {
+    state = in(op.getOperand(next++));
+  } else {
+    state = b.node("ConstantOfShape",
+                   {b.node("Concat", {batch, b.i64({window - 1, 2 * channels})},
+                           {OnnxAttr::integer("axis", 0)})});
+  }
+  std::string full = b.node("Concat", {state, cur}, {OnnxAttr::integer("axis", 1)});
+  if (op.getNumResults() > 2)
+    def(op.getResult(2), b.node("Slice", {full, b.i64({-(window - 1)}),
+                                          b.i64({INT64_MAX}), b.i64({1})}));
+  // Real-token counts: position r of each new token among its row's real
+  // tokens (the padding mask's running sum), and the closing tokens.
+  std::string seqS = b.node("Squeeze", {seq, b.i64({0})});
+  std::string r, closing, valid;
+  auto closes = [&](const std::string &count) {
+    return b.node("Equal", {b.node("Mod", {count, b.i64Scalar(ratio)}),
+                            b.i64Scalar(0)});
+  };
+  if (op.getBool("masked")) {
+    std::string mask = in(op.operands.back()); // [B, T]
+    std::string isReal = b.node("Cast", {mask}, {OnnxAttr::integer(
+                                                     "to", onnx::TensorProto_DataType_BOOL)});
+    std::string count = b.node("CumSum", {mask, b.i64Scalar(1)});
+    valid = b.node("And", {isReal, closes(count)});
+    std::string negS = b.node("Neg", {seq});
+    std::string countNew = b.node("Slice", {count, negS, b.i64({INT64_MAX}), b.i64({1})});
+    r = b.node("Sub", {countNew, b.i64Scalar(1)});
+    closing = b.node("Slice", {valid, negS, b.i64({INT64_MAX}), b.i64({1})});
+  } else {
+    if (op.getBool("has_past"))
+      return fail(op, "a past state needs the padding mask (run kv-cache)");
+    r = b.node("Range", {b.i64Scalar(0), seqS, b.i64Scalar(1)}); // [S]
+    closing = closes(b.node("Add", {r, b.i64Scalar(1)}));
+    valid = b.node("Expand", {b.node("Unsqueeze", {closing, b.i64({0})}),
+                              b.node("Concat", {batch, seq},
+                                     {OnnxAttr::integer("axis", 0)})});
+  }
+  def(op.getResult(1), valid);
+  // Windows: new token t reads full[t .. t + W - 1] (its W - 1 predecessors
+  // and itself).
+  std::string idx = b.node(
+      "Add", {b.node("Unsqueeze", {b.node("Range", {b.i64Scalar(0), seqS, b.i64Scalar(1)}),
+                                   b.i64({1})}),
+              b.node("Unsqueeze", {b.node("Range", {b.i64Scalar(0), b.i64Scalar(window),
+                                                    b.i64Scalar(1)}),
+                                   b.i64({0})})}); // [S, W]
+  std::string win = b.node("Gather", {full, idx}, {OnnxAttr::integer("axis", 1)});
+  std::string kvW = b.node("Slice", {win, b.i64({0}), b.i64({channels}), b.i64({3})});
+  std::string gW = b.node("Slice", {win, b.i64({channels}), b.i64({2 * channels}),
+                                    b.i64({3})}); // [B, S, W, C]
+  std::string values, gates;
+  if (overlap) {
+    int64_t d = channels / 2;
+    auto part = [&](const std::string &x, int64_t w0, int64_t c0) {
+      return b.node("Slice", {x, b.i64({w0, c0}), b.i64({w0 + ratio, c0 + d}),
+                              b.i64({2, 3})});
+    };
+    auto apePart = [&](int64_t c0) {
+      return b.node("Slice", {ape, b.i64({c0}), b.i64({c0 + d}), b.i64({1})});
+    };
+    std::string gA = b.node("Add", {part(gW, 0, 0), apePart(0)});
+    std::string gB = b.node("Add", {part(gW, ratio, d), apePart(d)});
+    // The previous window exists from the second window on.
+    std::string hasPrev = b.node(
+        "Unsqueeze", {b.node("GreaterOrEqual", {r, b.i64Scalar(2 * ratio - 1)}),
+                      b.i64({-1, -2})});
+    gA = b.node("Where", {hasPrev, gA,
+                          b.f32Scalar(-std::numeric_limits<float>::infinity())});
+    values = b.node("Concat", {part(kvW, 0, 0), part(kvW, ratio, d)},
+                    {OnnxAttr::integer("axis", 2)});
+    gates = b.node("Concat", {gA, gB}, {OnnxAttr::integer("axis", 2)});
+  } else {
+    values = kvW;
+    gates = b.node("Add", {gW, ape});
+  }
+  std::string p = b.node("Softmax", {gates}, {OnnxAttr::integer("axis", 2)});
+  std::string pooled = b.node("ReduceSum", {b.node("Mul", {p, values}), b.i64({2})},
+                              {OnnxAttr::integer("keepdims", 0)}); // [B, S, d]
+  std::string entries = b.node("Where", {b.node("Unsqueeze", {closing, b.i64({-1})}),
+                                         pooled, b.f32Scalar(0.0f)});
+  def(op.getResult(0), kt.dtype == ir::DType::F32
+                           ? entries
+                           : castTo(entries, onnxDType(ir::dtypeName(kt.dtype))));
   return true;
 }
 

@@ -148,6 +148,10 @@ std::string OnnxLowering::narrow(const std::string &x) {
   return act == onnx::TensorProto_DataType_FLOAT ? x : castTo(x, act);
 }
 
+std::string OnnxLowering::narrowTo(const std::string &x, ir::DType t) {
+  return t == ir::DType::F32 ? x : castTo(x, onnxDType(ir::dtypeName(t)));
+}
+
 bool OnnxLowering::lowerBlock(const ir::Block &block) {
   for (const auto &op : block.getOps())
     if (!lowerOp(*op))
@@ -168,9 +172,11 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
     return true;
   }
   case OpKind::Const: {
+    // Emitted on first use: a binary op may take the constant in its own
+    // element type instead (see lowerElementwise).
     double v = op.getFloat("value");
-    def(op.getResult(),
-        b.scalar(v, onnxDType(ir::dtypeName(op.getResult()->type.dtype))));
+    int32_t dt = onnxDType(ir::dtypeName(op.getResult()->type.dtype));
+    deferred[op.getResult()] = [this, v, dt]() { return b.scalar(v, dt); };
     return true;
   }
   case OpKind::StateIn: {
@@ -215,6 +221,8 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
     return lowerMatMul(op);
   case ir::OpFamily::Shape:
     return lowerShapeOp(op);
+  case ir::OpFamily::Reduce:
+    return lowerReduce(op);
   case ir::OpFamily::Rope:
     return lowerRope(op);
   case ir::OpFamily::Cache:
@@ -224,6 +232,7 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
                                                 : lowerAttention(op);
   case ir::OpFamily::Recurrent:
     return op.getKind() == OpKind::CausalConv ? lowerCausalConv(op)
+           : op.getKind() == OpKind::Compress ? lowerCompress(op)
                                               : lowerDeltaRule(op);
   case ir::OpFamily::Route:
     return lowerRoute(op);

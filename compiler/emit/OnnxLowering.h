@@ -5,8 +5,8 @@
 // RMSNorm, RoPE, attention (GQA, causal/sliding/padding masks), MoE routing
 // and expert dispatch are decomposed. Weights become initializers named by
 // their checkpoint names (through WeightPlan). Per op family, the lowering
-// lives in LowerMath.cpp, LowerAttention.cpp, LowerMla.cpp,
-// LowerRecurrent.cpp and LowerMoe.cpp.
+// lives in LowerMath.cpp, LowerReduce.cpp, LowerAttention.cpp,
+// LowerMla.cpp, LowerRecurrent.cpp and LowerMoe.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_EMIT_ONNXLOWERING_H
@@ -72,6 +72,8 @@ private:
   /// Computes `body(x32)` in float32 when activations are narrower.
   std::string widen(const std::string &x);
   std::string narrow(const std::string &x);
+  /// A float32 value cast to `t` (a value's IR element type).
+  std::string narrowTo(const std::string &x, ir::DType t);
   std::string actScalar(double v) { return b.scalar(v, act); }
 
   // LowerMath.cpp.
@@ -79,6 +81,10 @@ private:
   bool lowerNorm(const ir::Op &op);
   bool lowerMatMul(const ir::Op &op);
   bool lowerShapeOp(const ir::Op &op);
+
+  // LowerReduce.cpp.
+  bool lowerReduce(const ir::Op &op);
+  bool lowerTopkMask(const ir::Op &op);
 
   // LowerAttention.cpp.
   bool lowerRope(const ir::Op &op);
@@ -89,7 +95,8 @@ private:
   /// [B, Hkv, G, S, T]; `keys` with its sequence axis gives T when the op
   /// reads no padding mask.
   std::string allowedMask(const ir::Op &attn, const std::string &q,
-                          const std::string &keys, int64_t keysAxis);
+                          const std::string &keys, int64_t keysAxis,
+                          int64_t window);
 
   // LowerMla.cpp.
   bool lowerMlaAttention(const ir::Op &op);
@@ -97,6 +104,7 @@ private:
   // LowerRecurrent.cpp.
   bool lowerCausalConv(const ir::Op &op);
   bool lowerDeltaRule(const ir::Op &op);
+  bool lowerCompress(const ir::Op &op);
   /// The padding mask of the op's new tokens as [B, S, 1] in the activation
   /// type (1 = real token), or "" when the op reads no mask.
   std::string newTokenMask(const ir::Op &op, const std::string &x);

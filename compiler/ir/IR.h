@@ -38,6 +38,7 @@ enum class OpFamily {
   Unary,
   Softmax,
   Norm,
+  Reduce,
   MatMul,
   Gather,
   Shape,

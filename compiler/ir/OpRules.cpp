@@ -72,6 +72,8 @@ bool verifyOp(const Op &op, DiagnosticEngine &d) {
   case OpFamily::Gather:
   case OpFamily::Norm:
     return verifyLinear(op, d);
+  case OpFamily::Reduce:
+    return verifyReduce(op, d);
   case OpFamily::Shape:
     return verifyShapeOp(op, d);
   case OpFamily::Rope:
@@ -100,6 +102,8 @@ bool inferOpTypes(Op &op, DiagnosticEngine &d) {
   case OpFamily::Gather:
   case OpFamily::Norm:
     return inferLinear(op, d);
+  case OpFamily::Reduce:
+    return inferReduce(op, d);
   case OpFamily::Shape:
     return inferShapeOp(op, d);
   case OpFamily::Rope:

@@ -5,9 +5,11 @@
 // under ir/ops/ (onnx-mlir's ShapeHelper layout):
 //   Elementwise.cpp  binary/unary elementwise ops, softmax
 //   Linear.cpp       matmul, gather, norms
+//   Reduce.cpp       reduce_sum, reduce_mean, topk_mask
 //   Shape.cpp        reshape, transpose, split, concat, slice
 //   Attention.cpp    rope, attention, mla_attention, cache
-//   Recurrent.cpp    causal_conv1d, delta_rule (constant-size state)
+//   Recurrent.cpp    causal_conv1d, delta_rule, compress (constant-size
+//                    state)
 //   Moe.cpp          route, experts
 //   Structure.cpp    leaves and control ops
 // Errors point at the op's .arch location, with notes for the composite
@@ -34,7 +36,7 @@ void reportOpError(DiagnosticEngine &diags, const Op &op,
                    const std::string &message);
 
 /// The decode-time state of a Recurrent-family op (causal_conv1d,
-/// delta_rule): its type, constant in the sequence length. False when the
+/// delta_rule, compress): its type, constant in the sequence length. False when the
 /// operand types are not known yet.
 bool recurrentStateType(const Op &op, TensorType &out);
 
@@ -58,6 +60,8 @@ bool verifyElementwise(const Op &op, DiagnosticEngine &d);
 bool inferElementwise(Op &op, DiagnosticEngine &d);
 bool verifyLinear(const Op &op, DiagnosticEngine &d);
 bool inferLinear(Op &op, DiagnosticEngine &d);
+bool verifyReduce(const Op &op, DiagnosticEngine &d);
+bool inferReduce(Op &op, DiagnosticEngine &d);
 bool verifyShapeOp(const Op &op, DiagnosticEngine &d);
 bool inferShapeOp(Op &op, DiagnosticEngine &d);
 bool verifyAttention(const Op &op, DiagnosticEngine &d);

@@ -43,6 +43,18 @@ const std::vector<BuiltinSignature> &opTable() {
                  {req("x", "tensor"), opt("weight", "tensor?"),
                   opt("bias", "tensor?"), req("eps", "float")},
                  false, "layer normalisation over the last axis"});
+    t.push_back({"reduce_sum",
+                 {req("x", "tensor"), req("axes", "list"),
+                  opt("keepdims", "bool")},
+                 false, "sum over the listed axes"});
+    t.push_back({"reduce_mean",
+                 {req("x", "tensor"), req("axes", "list"),
+                  opt("keepdims", "bool")},
+                 false, "mean over the listed axes"});
+    t.push_back({"topk_mask",
+                 {req("scores", "tensor"), req("k", "int"),
+                  opt("valid", "tensor?"), opt("causal", "bool")},
+                 false, "bool mask of each query's k best visible keys"});
     t.push_back({"matmul",
                  {req("a", "tensor"), req("b", "tensor"),
                   opt("transpose_b", "bool")},
@@ -74,7 +86,8 @@ const std::vector<BuiltinSignature> &opTable() {
                  {req("q", "tensor"), req("k", "tensor"), req("v", "tensor"),
                   opt("causal", "bool"), opt("window", "int?"),
                   opt("scale", "float?"), opt("softcap", "float?"),
-                  opt("sinks", "tensor?")},
+                  opt("sinks", "tensor?"), opt("extra_k", "tensor?"),
+                  opt("extra_v", "tensor?"), opt("extra_mask", "tensor?")},
                  false, "scaled dot-product attention core (GQA aware)"});
     t.push_back({"mla_attention",
                  {req("q_nope", "tensor"), req("q_pe", "tensor"),
@@ -95,12 +108,19 @@ const std::vector<BuiltinSignature> &opTable() {
                   opt("state", "string")},
                  false, "gated delta-rule recurrence (state: [heads, dk, dv] "
                         "in float32)"});
+    t.push_back({"compress",
+                 {req("kv", "tensor"), req("gate", "tensor"),
+                  req("ape", "tensor"), req("ratio", "int"),
+                  opt("overlap", "bool"), opt("state", "string")},
+                 false, "softmax-gated pooling of every `ratio` tokens into "
+                        "one entry: (entries, valid)"});
     t.push_back({"route",
                  {req("logits", "tensor"), req("top_k", "int"),
                   opt("scoring", "string"), opt("order", "string"),
                   opt("normalize", "bool"), opt("scale", "float"),
                   opt("bias", "tensor?"), opt("groups", "int"),
-                  opt("topk_groups", "int"), opt("jitter_eps", "float")},
+                  opt("topk_groups", "int"), opt("jitter_eps", "float"),
+                  opt("table", "tensor?"), opt("tokens", "tensor?")},
                  false, "MoE router: (weights, indices)"});
     t.push_back({"experts",
                  {req("x", "tensor"), req("weights", "tensor"),
@@ -127,6 +147,12 @@ const std::vector<BuiltinSignature> &functionTable() {
       {"get",
        {req("d", "dict?"), req("key", "string"), opt("default", "any")},
        false, "dict lookup with default (none dict gives the default)"},
+      {"model_dtype", {}, false,
+       "the model's activation dtype (config torch_dtype or --dtype), e.g. "
+       "\"bf16\""},
+      {"set",
+       {req("d", "dict?"), req("key", "string"), req("value", "any")},
+       false, "a copy of the dict (none: an empty one) with key set"},
       {"sqrt", {req("x", "float")}, false, "square root of a number"},
       {"log", {req("x", "float")}, false, "natural logarithm of a number"},
       {"exp", {req("x", "float")}, false, "e to the power of a number"},

@@ -1313,6 +1313,21 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
     ir::Value *x = asTensor(a, range), *y = asTensor(b, range);
     if (!x || !y)
       return EvalValue::poison();
+    // An integral number added to, subtracted from or multiplying an integer
+    // tensor (positions - 3) is an integer constant.
+    auto adopt = [kind](const EvalValue &num, ir::Value *c, const ir::Value *t) {
+      bool integer = t->type.known && (t->type.dtype == ir::DType::I64 ||
+                                       t->type.dtype == ir::DType::I32) &&
+                     kind != OpKind::Div;
+      if (num.isNumber() && integer &&
+          num.getNumber() == static_cast<double>(
+                                 static_cast<int64_t>(num.getNumber())))
+        c->type = ir::TensorType(t->type.dtype, {});
+    };
+    if (b.isTensor())
+      adopt(a, x, y);
+    if (a.isTensor())
+      adopt(b, y, x);
     return EvalValue::tensor(createOp(kind, {x, y}, range)->getResult());
   }
   // Symbolic dims.

@@ -166,6 +166,44 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
           present("offset") ? arg("offset").value.getNumber() : 0.0;
     return EvalValue::tensor(op->getResult());
   }
+  if (n == "reduce_sum" || n == "reduce_mean") {
+    ir::Value *x = tensorArg("x");
+    if (!x)
+      return EvalValue::poison();
+    std::vector<int64_t> axes;
+    for (const EvalValue &a : arg("axes").value.getList()) {
+      if (!a.isInt()) {
+        error(arg("axes").range,
+              fmt::format("op.{}: 'axes' must be a list of ints", n));
+        return EvalValue::poison();
+      }
+      axes.push_back(a.getInt());
+    }
+    if (axes.empty()) {
+      error(arg("axes").range, fmt::format("op.{}: 'axes' must not be empty", n));
+      return EvalValue::poison();
+    }
+    ir::Op *op = createOp(n == "reduce_sum" ? OpKind::ReduceSum
+                                            : OpKind::ReduceMean,
+                          {x}, range);
+    op->attrs["axes"] = axes;
+    op->attrs["keepdims"] = present("keepdims") && arg("keepdims").value.getBool();
+    return EvalValue::tensor(op->getResult());
+  }
+  if (n == "topk_mask") {
+    std::vector<ir::Value *> operands = {tensorArg("scores")};
+    if (present("valid"))
+      operands.push_back(tensorArg("valid"));
+    for (ir::Value *v : operands)
+      if (!v)
+        return EvalValue::poison();
+    ir::Op *op = createOp(OpKind::TopkMask, operands, range);
+    op->attrs["k"] = arg("k").value.getInt();
+    op->attrs["causal"] = !present("causal") || arg("causal").value.getBool();
+    if (present("valid"))
+      op->attrs["valid"] = true;
+    return EvalValue::tensor(op->getResult());
+  }
   if (n == "matmul") {
     ir::Value *a = tensorArg("a"), *b = tensorArg("b");
     if (!a || !b)
@@ -288,10 +326,29 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
                                          tensorArg("v")};
     if (present("sinks"))
       operands.push_back(tensorArg("sinks"));
+    if (present("extra_k") != present("extra_v")) {
+      error(range, "op.attention: extra_k and extra_v go together");
+      return EvalValue::poison();
+    }
+    if (present("extra_mask") && !present("extra_k")) {
+      error(arg("extra_mask").range,
+            "op.attention: extra_mask needs extra_k and extra_v");
+      return EvalValue::poison();
+    }
+    if (present("extra_k")) {
+      operands.push_back(tensorArg("extra_k"));
+      operands.push_back(tensorArg("extra_v"));
+    }
+    if (present("extra_mask"))
+      operands.push_back(tensorArg("extra_mask"));
     for (ir::Value *v : operands)
       if (!v)
         return EvalValue::poison();
     ir::Op *op = createOp(OpKind::Attention, operands, range);
+    if (present("extra_k"))
+      op->attrs["extra"] = true;
+    if (present("extra_mask"))
+      op->attrs["extra_mask"] = true;
     op->attrs["causal"] = !present("causal") || arg("causal").value.getBool();
     setAttr(op, "window", "window");
     setAttr(op, "scale", "scale");
@@ -367,14 +424,60 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
     op->attrs["name"] = name;
     return EvalValue::tensor(op->getResult());
   }
+  if (n == "compress") {
+    std::vector<ir::Value *> operands;
+    for (const char *name : {"kv", "gate", "ape"}) {
+      ir::Value *v = tensorArg(name);
+      if (!v)
+        return EvalValue::poison();
+      operands.push_back(v);
+    }
+    std::string state = present("state") ? arg("state").value.getString()
+                                         : std::string("compress_state");
+    if (state.empty() || state.find_first_of(" ./{}") != std::string::npos) {
+      error(arg("state").range,
+            fmt::format("op.compress: state name '{}' must be a plain word "
+                        "such as \"compress_state\"",
+                        state));
+      return EvalValue::poison();
+    }
+    int64_t ratio = arg("ratio").value.getInt();
+    if (ratio < 2) {
+      error(arg("ratio").range,
+            fmt::format("op.compress: ratio must be at least 2, got {}", ratio));
+      return EvalValue::poison();
+    }
+    if (!layer) {
+      error(range, "op.compress must be used inside a layer loop (decode-time "
+                   "state is per layer)");
+      return EvalValue::poison();
+    }
+    ir::Op *op = createOp(OpKind::Compress, operands, range, 2);
+    op->attrs["ratio"] = ratio;
+    op->attrs["overlap"] = present("overlap") && arg("overlap").value.getBool();
+    op->attrs["state"] = state;
+    return EvalValue::tuple({EvalValue::tensor(op->getResult(0)),
+                             EvalValue::tensor(op->getResult(1))});
+  }
   if (n == "route") {
     std::vector<ir::Value *> operands = {tensorArg("logits")};
     if (present("bias"))
       operands.push_back(tensorArg("bias"));
+    if (present("table") != present("tokens")) {
+      error(range, "op.route: table and tokens go together (hash routing: "
+                   "the experts of token t are table[t])");
+      return EvalValue::poison();
+    }
+    if (present("table")) {
+      operands.push_back(tensorArg("table"));
+      operands.push_back(tensorArg("tokens"));
+    }
     for (ir::Value *v : operands)
       if (!v)
         return EvalValue::poison();
     ir::Op *op = createOp(OpKind::Route, operands, range, 2);
+    if (present("table"))
+      op->attrs["table"] = true;
     op->attrs["top_k"] = arg("top_k").value.getInt();
     op->attrs["scoring"] = present("scoring")
                                ? arg("scoring").value.getString()
@@ -540,6 +643,15 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
     if (it == d.getDict().end() || it->second.isNone())
       return dflt;
     return it->second;
+  }
+  if (n == "model_dtype")
+    return EvalValue::string(ir::dtypeName(module.activationDType));
+  if (n == "set") {
+    std::map<std::string, EvalValue> entries;
+    if (!args[0].value.isNone())
+      entries = args[0].value.getDict();
+    entries[args[1].value.getString()] = args[2].value;
+    return EvalValue::dict(std::move(entries));
   }
   if (n == "sqrt" || n == "log" || n == "exp" || n == "floor" ||
       n == "ceil") {

@@ -727,7 +727,8 @@ def load_case(case_dir, family):
 #   Model(cfg, weights, family) -> object with .spec.vocab, .router_gaps (list),
 #                                  .forward(ids [B, S]) -> logits, .greedy(...)
 #   weight_init(name, shape) -> None (default scheme) or ("normal", std) /
-#                               ("norm", None) / ("uniform", (lo, hi))   [optional]
+#                               ("norm", None) / ("uniform", (lo, hi)) /
+#                               ("randint", (lo, hi)) (int64)           [optional]
 # and is registered here by name.
 PLUGINS = {}
 

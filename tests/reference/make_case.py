@@ -59,6 +59,9 @@ def make_weights(shapes, seed, family):
         shape = tuple(shapes[name])
         init = plugin.weight_init(name, shape) if plugin and hasattr(plugin, "weight_init") else None
         kind, std = init or weight_std_or_init(name, shape)
+        if kind == "randint":  # integer tables (e.g. DeepSeek-V4's tid2eid), int64
+            out[name] = rng.integers(std[0], std[1], size=shape).astype(np.int64)
+            continue
         if kind == "norm":
             a = 1.0 + rng.uniform(-0.2, 0.2, size=shape)
         elif kind == "uniform":

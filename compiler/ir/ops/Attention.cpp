@@ -2,7 +2,9 @@
 //
 // This file implements verification and type inference for the attention
 // family. Layouts: q [batch, seq, heads, d], k/v [batch, keys, kv_heads, d];
-// the attention output is [batch, seq, heads, dv]. `mla_attention` reads a
+// the attention output is [batch, seq, heads, dv]; optional extra keys and
+// values (at the same key positions, causal but not windowed, filtered by
+// an extra mask) join the same softmax. `mla_attention` reads a
 // latent [batch, keys, c] and a shared rope key [batch, keys, dr] and
 // expands per-head keys/values with kv_weight [heads * (dn + dv), c]. A
 // `cache` op is the
@@ -53,6 +55,8 @@ bool verifyAttention(const Op &op, DiagnosticEngine &d) {
   }
   case OpKind::Attention: {
     size_t want = 3 + (op.getBool("sinks") ? 1 : 0) +
+                  (op.getBool("extra") ? 2 : 0) +
+                  (op.getBool("extra_mask") ? 1 : 0) +
                   (op.getBool("masked") ? 1 : 0);
     if (op.getNumOperands() != want) {
       reportOpError(d, op, fmt::format("expects {} operands, has {}", want,
@@ -65,6 +69,10 @@ bool verifyAttention(const Op &op, DiagnosticEngine &d) {
     }
     if (op.hasAttr("softcap") && !(op.getFloat("softcap") > 0)) {
       reportOpError(d, op, "softcap must be positive");
+      return false;
+    }
+    if (op.getBool("extra_mask") && !op.getBool("extra")) {
+      reportOpError(d, op, "extra_mask needs extra keys (extra_k, extra_v)");
       return false;
     }
     return true;
@@ -171,6 +179,34 @@ bool inferAttention(Op &op, DiagnosticEngine &d) {
         reportOpError(d, op, fmt::format("sinks {} must be one value per "
                                          "query head ({})",
                                          s.str(), q.dims[2].str()));
+        return false;
+      }
+    }
+    if (op.getBool("extra")) {
+      const TensorType &ek = op.getOperand(next++)->type;
+      const TensorType &ev = op.getOperand(next++)->type;
+      if (ek.rank() != 4 || ev.rank() != 4 || ek.dtype != q.dtype ||
+          ev.dtype != q.dtype || ek.dims != k.dims || ev.dims != v.dims) {
+        reportOpError(d, op, fmt::format("extra keys {} and values {} must "
+                                         "have the types of k {} and v {} "
+                                         "(the same key positions)",
+                                         ek.str(), ev.str(), k.str(),
+                                         v.str()));
+        return false;
+      }
+    }
+    if (op.getBool("extra_mask")) {
+      const TensorType &em = op.getOperand(next++)->type;
+      bool perKey = em.rank() == 2 && em.dims[0] == q.dims[0] &&
+                    em.dims[1] == k.dims[1];
+      bool perQuery = em.rank() == 3 && em.dims[0] == q.dims[0] &&
+                      em.dims[1] == q.dims[1] && em.dims[2] == k.dims[1];
+      if (em.dtype != DType::Bool || !(perKey || perQuery)) {
+        reportOpError(d, op, fmt::format("extra_mask {} must be bool [batch, "
+                                         "keys] or [batch, seq, keys] = "
+                                         "[{}, {}, {}]",
+                                         em.str(), q.dims[0].str(),
+                                         q.dims[1].str(), k.dims[1].str()));
         return false;
       }
     }

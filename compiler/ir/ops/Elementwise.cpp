@@ -2,7 +2,8 @@
 //
 // This file implements verification and type inference for the binary and
 // unary elementwise ops (numpy broadcasting; a rank-0 constant adopts the
-// other operand's element type) and softmax.
+// other operand's element type: a float one any float type, an integral one
+// an integer type outside division and power) and softmax.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
@@ -40,10 +41,26 @@ bool inferElementwise(Op &op, DiagnosticEngine &d) {
   if (op.getFamily() == OpFamily::Binary) {
     const TensorType &b = op.getOperand(1)->type;
     DType dt = a.dtype;
+    // An integral constant may join an integer tensor (positions - 3), except
+    // in a division or power (no integer semantics defined).
+    bool integerOp = op.getKind() != OpKind::Div && op.getKind() != OpKind::Pow;
+    auto integralConst = [integerOp](const Value *v) {
+      const Op *c = v->getDefiningOp();
+      if (!integerOp || !c || c->getKind() != OpKind::Const)
+        return false;
+      double x = c->getFloat("value");
+      return x == static_cast<double>(static_cast<int64_t>(x));
+    };
+    bool aInt = a.dtype == DType::I64 || a.dtype == DType::I32;
+    bool bInt = b.dtype == DType::I64 || b.dtype == DType::I32;
     if (a.dtype != b.dtype) {
       if (b.rank() == 0 && isFloat(a.dtype) && isFloat(b.dtype))
         dt = a.dtype;
       else if (a.rank() == 0 && isFloat(a.dtype) && isFloat(b.dtype))
+        dt = b.dtype;
+      else if (b.rank() == 0 && aInt && integralConst(op.getOperand(1)))
+        dt = a.dtype;
+      else if (a.rank() == 0 && bInt && integralConst(op.getOperand(0)))
         dt = b.dtype;
       else {
         reportOpError(d, op, fmt::format("element types differ: {} and {}",

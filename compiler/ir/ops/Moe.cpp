@@ -1,7 +1,8 @@
 //===- Moe.cpp - Rules for route and experts ------------------------------===//
 //
 // This file implements verification and type inference for MoE routing
-// (`route`: logits [..., E] -> weights, indices [..., k]) and expert
+// (`route`: logits [..., E] -> weights, indices [..., k]; with a `table`
+// [vocab, k] the indices are table[tokens], hash routing) and expert
 // dispatch (`experts`: the body maps tokens [..., D] to [..., D']).
 //
 //===----------------------------------------------------------------------===//
@@ -13,9 +14,11 @@ namespace archc::ir {
 
 bool verifyMoe(const Op &op, DiagnosticEngine &d) {
   if (op.getKind() == OpKind::Route) {
-    size_t want = 1 + (op.getBool("bias") ? 1 : 0);
+    size_t want = 1 + (op.getBool("bias") ? 1 : 0) +
+                  (op.getBool("table") ? 2 : 0);
     if (op.getNumOperands() != want || op.getNumResults() != 2) {
-      reportOpError(d, op, "expects (logits[, bias]) and two results");
+      reportOpError(d, op, "expects (logits[, bias][, table, tokens]) and "
+                           "two results");
       return false;
     }
     std::string scoring = op.getString("scoring", "softmax");
@@ -34,6 +37,15 @@ bool verifyMoe(const Op &op, DiagnosticEngine &d) {
       reportOpError(d, op, "sparsemixer routing selects exactly 2 experts "
                            "(top_k: 2) without bias, groups or "
                            "renormalisation");
+      return false;
+    }
+    if (op.getBool("table") &&
+        (op.getBool("bias") || op.getInt("groups", 1) != 1 ||
+         scoring == "sparsemixer" ||
+         op.getString("order", "score_topk") != "score_topk")) {
+      reportOpError(d, op, "a routing table fixes the selection: it takes no "
+                           "bias, groups, sparsemixer scoring or topk_score "
+                           "order");
       return false;
     }
     std::string order = op.getString("order", "score_topk");
@@ -94,6 +106,26 @@ bool inferMoe(Op &op, DiagnosticEngine &d) {
         reportOpError(d, op, fmt::format("bias {} must have one value per "
                                          "expert",
                                          b.str()));
+        return false;
+      }
+    }
+    if (op.getBool("table")) {
+      size_t t = op.getBool("bias") ? 2 : 1;
+      const TensorType &table = op.getOperand(t)->type;
+      const TensorType &tokens = op.getOperand(t + 1)->type;
+      bool intTable = table.dtype == DType::I64 || table.dtype == DType::I32;
+      bool intTokens = tokens.dtype == DType::I64 || tokens.dtype == DType::I32;
+      if (!intTable || table.rank() != 2 || table.dims[1] != SymExpr(k)) {
+        reportOpError(d, op, fmt::format("table {} must be integer [vocab, "
+                                         "top_k] with top_k = {}",
+                                         table.str(), k));
+        return false;
+      }
+      std::vector<SymExpr> lead(l.dims.begin(), l.dims.end() - 1);
+      if (!intTokens || tokens.dims != lead) {
+        reportOpError(d, op, fmt::format("tokens {} must be integer ids with "
+                                         "the leading dims of the logits {}",
+                                         tokens.str(), l.str()));
         return false;
       }
     }

@@ -1,4 +1,4 @@
-//===- Recurrent.cpp - Rules for causal_conv1d and delta_rule -------------===//
+//===- Recurrent.cpp - Rules for causal_conv1d, delta_rule, compress -----===//
 //
 // This file implements verification and type inference for the ops of
 // linear-attention layers, which own a decode-time state of constant size:
@@ -7,6 +7,12 @@
 //   delta_rule(q, k [b, s, Hk, dk], v [b, s, Hv, dv],
 //              g, beta [b, s, Hv])                     -> [b, s, Hv, dv]
 //       state [b, Hv, dk, dv] in float32
+//   compress(kv, gate [b, s, C], ape [ratio, C])     -> entries [b, s, d],
+//                                                      valid bool [b, keys]
+//       d = C (C / 2 with overlap); state [b, W - 1, 2 C] in float32, the
+//       kv | gate inputs of the last W - 1 tokens (W = ratio, 2 ratio with
+//       overlap); `valid` flags the key positions (past and new, the length
+//       of the padding mask) whose token closes a window
 // The kv-cache pass appends the past state as an operand (attr has_past)
 // and adds the present state as a second result; the mask passes append
 // the padding mask (attr masked) last.
@@ -24,6 +30,8 @@ size_t baseOperandCount(const Op &op) {
     return 2;
   case OpKind::DeltaRule:
     return 5;
+  case OpKind::Compress:
+    return 3;
   case OpKind::MlaAttention:
     return 5;
   default:
@@ -45,6 +53,14 @@ bool recurrentStateType(const Op &op, TensorType &out) {
     const TensorType &x = op.getOperand(0)->type;
     out = TensorType(x.dtype, {x.dims[0], x.dims[2],
                                SymExpr(convKernel(op.getOperand(1)->type) - 1)});
+    return true;
+  }
+  if (op.getKind() == OpKind::Compress) {
+    const TensorType &kv = op.getOperand(0)->type;
+    int64_t ratio = op.getInt("ratio", 0);
+    int64_t window = op.getBool("overlap") ? 2 * ratio : ratio;
+    out = TensorType(DType::F32, {kv.dims[0], SymExpr(window - 1),
+                                  kv.dims[2] * SymExpr(2)});
     return true;
   }
   if (op.getKind() == OpKind::DeltaRule) {
@@ -69,10 +85,86 @@ bool verifyRecurrent(const Op &op, DiagnosticEngine &d) {
     reportOpError(d, op, "needs a state name");
     return false;
   }
+  if (op.getKind() == OpKind::Compress) {
+    if (op.getInt("ratio", 0) < 2) {
+      reportOpError(d, op, fmt::format("ratio must be at least 2, got {}",
+                                       op.getInt("ratio", 0)));
+      return false;
+    }
+    size_t results = 2 + (op.getBool("has_past") ? 1 : 0);
+    if (op.getNumResults() != results) {
+      reportOpError(d, op, fmt::format("expects {} results, has {}", results,
+                                       op.getNumResults()));
+      return false;
+    }
+  }
   return true;
 }
 
+namespace {
+bool inferCompress(Op &op, DiagnosticEngine &d) {
+  const TensorType &kv = op.getOperand(0)->type;
+  const TensorType &gate = op.getOperand(1)->type;
+  const TensorType &ape = op.getOperand(2)->type;
+  int64_t ratio = op.getInt("ratio");
+  bool overlap = op.getBool("overlap");
+  if (kv.rank() != 3 || kv != gate || !isFloat(kv.dtype)) {
+    reportOpError(d, op, fmt::format("expects kv and gate as float [batch, "
+                                     "seq, channels] of one type, got {} "
+                                     "and {}",
+                                     kv.str(), gate.str()));
+    return false;
+  }
+  auto channels = kv.dims[2].getConstant();
+  if (!channels || (overlap && *channels % 2 != 0)) {
+    reportOpError(d, op, fmt::format("channels {} must be a constant{}",
+                                     kv.dims[2].str(),
+                                     overlap ? ", even with overlap (two "
+                                               "halves)"
+                                             : ""));
+    return false;
+  }
+  if (ape.rank() != 2 || !isFloat(ape.dtype) || ape.dims[0] != SymExpr(ratio) ||
+      ape.dims[1] != kv.dims[2]) {
+    reportOpError(d, op, fmt::format("ape {} must be [ratio, channels] = "
+                                     "[{}, {}]",
+                                     ape.str(), ratio, kv.dims[2].str()));
+    return false;
+  }
+  TensorType state;
+  recurrentStateType(op, state);
+  size_t next = 3;
+  if (op.getBool("has_past")) {
+    const TensorType &past = op.getOperand(next++)->type;
+    if (past != state) {
+      reportOpError(d, op, fmt::format("past state {} does not match the "
+                                       "state {}",
+                                       past.str(), state.str()));
+      return false;
+    }
+  }
+  SymExpr keys = kv.dims[1];
+  if (op.getBool("masked")) {
+    const TensorType &m = op.getOperand(next)->type;
+    if (m.rank() != 2 || m.dims[0] != kv.dims[0]) {
+      reportOpError(d, op, fmt::format("mask {} must be [batch, keys]",
+                                       m.str()));
+      return false;
+    }
+    keys = m.dims[1];
+  }
+  int64_t out = overlap ? *channels / 2 : *channels;
+  op.getResult(0)->type = TensorType(kv.dtype, {kv.dims[0], kv.dims[1], out});
+  op.getResult(1)->type = TensorType(DType::Bool, {kv.dims[0], keys});
+  if (op.getNumResults() > 2)
+    op.getResult(2)->type = state;
+  return true;
+}
+} // namespace
+
 bool inferRecurrent(Op &op, DiagnosticEngine &d) {
+  if (op.getKind() == OpKind::Compress)
+    return inferCompress(op, d);
   size_t next = baseOperandCount(op);
   if (op.getKind() == OpKind::CausalConv) {
     const TensorType &x = op.getOperand(0)->type;
