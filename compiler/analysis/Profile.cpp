@@ -383,6 +383,17 @@ public:
       write(op.getResult(), c);
       return c;
     }
+    case OpKind::Sinkhorn: {
+      // 2 iters - 1 steps, each a sum (1 add per element), an eps per
+      // row/column and a divide per element.
+      double n = elements(op.getOperand(0)->type);
+      double steps = 2.0 * static_cast<double>(op.getInt("iters")) - 1.0;
+      const ir::TensorType &t = op.getOperand(0)->type;
+      c.flops = steps * (2 * n + n / dim(t.dims.back()));
+      read(op.getOperand(0), c);
+      write(op.getResult(), c);
+      return c;
+    }
     case OpKind::TopkMask: {
       // Per score: the visibility select and the selection compare.
       c.flops = 2 * elements(op.getOperand(0)->type);

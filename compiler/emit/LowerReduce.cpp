@@ -3,6 +3,8 @@
 // This file lowers
 //   reduce_sum / reduce_mean: ReduceSum / ReduceMean over the listed axes,
 //       accumulated in float32;
+//   sinkhorn: the 2 iters - 1 normalisation steps unrolled (ReduceSum, Add
+//       eps, Div), in float32;
 //   topk_mask: the scores of keys a query may not see (causal: query j of
 //       S sits at key position T - S + j; `valid` flags) become -inf, TopK
 //       with k' = min(k, T) picks each row's best keys, ScatterElements
@@ -21,6 +23,23 @@ bool OnnxLowering::lowerReduce(const ir::Op &op) {
   const ir::Value *x = op.getOperand(0);
   if (op.getKind() == ir::OpKind::TopkMask)
     return lowerTopkMask(op);
+  if (op.getKind() == ir::OpKind::Sinkhorn) {
+    // Unrolled in float32: each step divides by the sums over one axis.
+    std::string c = widen(in(x));
+    std::string eps = b.f32Scalar(static_cast<float>(op.getFloat("eps")));
+    auto normalize = [&](int64_t axis) {
+      c = b.node("Div", {c, b.node("Add", {b.node("ReduceSum", {c, b.i64({axis})},
+                                                  {OnnxAttr::integer("keepdims", 1)}),
+                                           eps})});
+    };
+    normalize(-2);
+    for (int64_t i = 1; i < op.getInt("iters"); ++i) {
+      normalize(-1);
+      normalize(-2);
+    }
+    def(op.getResult(), narrowTo(c, x->type.dtype));
+    return true;
+  }
   const auto &axes = *op.getAttr<std::vector<int64_t>>("axes");
   int64_t keep = op.getBool("keepdims") ? 1 : 0;
   std::string y;

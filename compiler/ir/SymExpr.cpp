@@ -11,66 +11,22 @@
 
 namespace archc::ir {
 
-SymExpr::SymExpr(int64_t c) {
-  if (c != 0)
-    terms[{}] = c;
-}
-
-SymExpr SymExpr::symbol(const std::string &name) {
-  SymExpr e;
-  e.terms[{{name, 1}}] = 1;
-  return e;
-}
-
-void SymExpr::normalize() {
-  for (auto it = terms.begin(); it != terms.end();)
-    it = it->second == 0 ? terms.erase(it) : std::next(it);
-}
-
-bool SymExpr::isConstant() const {
-  return terms.empty() || (terms.size() == 1 && terms.begin()->first.empty());
-}
-
-std::optional<int64_t> SymExpr::getConstant() const {
-  if (terms.empty())
-    return 0;
-  if (isConstant())
-    return terms.begin()->second;
-  return std::nullopt;
-}
-
-static int64_t checkedAdd(int64_t a, int64_t b) {
+namespace {
+int64_t checkedAdd(int64_t a, int64_t b) {
   int64_t r;
   if (__builtin_add_overflow(a, b, &r))
     throw std::overflow_error("integer overflow in a symbolic dimension");
   return r;
 }
 
-static int64_t checkedMul(int64_t a, int64_t b) {
+int64_t checkedMul(int64_t a, int64_t b) {
   int64_t r;
   if (__builtin_mul_overflow(a, b, &r))
     throw std::overflow_error("integer overflow in a symbolic dimension");
   return r;
 }
 
-SymExpr SymExpr::operator+(const SymExpr &o) const {
-  SymExpr r = *this;
-  for (auto &[m, c] : o.terms)
-    r.terms[m] = checkedAdd(r.terms[m], c);
-  r.normalize();
-  return r;
-}
-
-SymExpr SymExpr::operator-() const {
-  SymExpr r = *this;
-  for (auto &[m, c] : r.terms)
-    c = -c;
-  return r;
-}
-
-SymExpr SymExpr::operator-(const SymExpr &o) const { return *this + (-o); }
-
-static Monomial multiply(const Monomial &a, const Monomial &b) {
+Monomial multiply(const Monomial &a, const Monomial &b) {
   std::map<std::string, unsigned> powers;
   for (auto &[s, p] : a)
     powers[s] += p;
@@ -78,37 +34,115 @@ static Monomial multiply(const Monomial &a, const Monomial &b) {
     powers[s] += p;
   return Monomial(powers.begin(), powers.end());
 }
+} // namespace
+
+SymExpr SymExpr::make(int64_t c, Terms terms) {
+  SymExpr r(c);
+  for (auto it = terms.begin(); it != terms.end();)
+    it = it->second == 0 ? terms.erase(it) : std::next(it);
+  if (!terms.empty())
+    r.t = std::make_shared<const Terms>(std::move(terms));
+  return r;
+}
+
+SymExpr SymExpr::symbol(const std::string &name) {
+  return make(0, Terms{{Monomial{{name, 1}}, 1}});
+}
+
+bool SymExpr::operator<(const SymExpr &o) const {
+  if (c != o.c)
+    return c < o.c;
+  if (!t || !o.t)
+    return !t && o.t;
+  return *t < *o.t;
+}
+
+std::map<Monomial, int64_t> SymExpr::getTerms() const {
+  Terms all = t ? *t : Terms();
+  if (c != 0)
+    all[{}] = c;
+  return all;
+}
+
+SymExpr SymExpr::operator+(const SymExpr &o) const {
+  if (!t && !o.t)
+    return SymExpr(checkedAdd(c, o.c));
+  if (!o.t) {
+    SymExpr r = *this;
+    r.c = checkedAdd(c, o.c);
+    return r;
+  }
+  if (!t) {
+    SymExpr r = o;
+    r.c = checkedAdd(c, o.c);
+    return r;
+  }
+  Terms sum = *t;
+  for (auto &[m, k] : *o.t)
+    sum[m] = checkedAdd(sum[m], k);
+  return make(checkedAdd(c, o.c), std::move(sum));
+}
+
+SymExpr SymExpr::operator-() const {
+  if (!t)
+    return SymExpr(checkedMul(c, -1));
+  Terms neg = *t;
+  for (auto &[m, k] : neg)
+    k = checkedMul(k, -1);
+  return make(checkedMul(c, -1), std::move(neg));
+}
+
+SymExpr SymExpr::operator-(const SymExpr &o) const { return *this + (-o); }
 
 SymExpr SymExpr::operator*(const SymExpr &o) const {
-  SymExpr r;
-  for (auto &[ma, ca] : terms)
-    for (auto &[mb, cb] : o.terms)
-      r.terms[multiply(ma, mb)] =
-          checkedAdd(r.terms[multiply(ma, mb)], checkedMul(ca, cb));
-  r.normalize();
-  return r;
+  if (!t && !o.t)
+    return SymExpr(checkedMul(c, o.c));
+  if (!o.t || !t) {
+    // A polynomial times a constant k.
+    const SymExpr &p = t ? *this : o;
+    int64_t k = t ? o.c : c;
+    Terms scaled = *p.t;
+    for (auto &[m, v] : scaled)
+      v = checkedMul(v, k);
+    return make(checkedMul(p.c, k), std::move(scaled));
+  }
+  Terms a = getTerms(), b = o.getTerms(), prod;
+  for (auto &[ma, ca] : a)
+    for (auto &[mb, cb] : b) {
+      Monomial m = multiply(ma, mb);
+      prod[m] = checkedAdd(prod[m], checkedMul(ca, cb));
+    }
+  auto it = prod.find(Monomial{});
+  int64_t k = it == prod.end() ? 0 : it->second;
+  if (it != prod.end())
+    prod.erase(it);
+  return make(k, std::move(prod));
 }
 
 std::optional<SymExpr> SymExpr::divExact(int64_t d) const {
-  if (d == 0)
+  if (d == 0 || c % d != 0)
     return std::nullopt;
-  SymExpr r;
-  for (auto &[m, c] : terms) {
-    if (c % d != 0)
+  if (!t)
+    return SymExpr(c / d);
+  Terms q;
+  for (auto &[m, k] : *t) {
+    if (k % d != 0)
       return std::nullopt;
-    r.terms[m] = c / d;
+    q[m] = k / d;
   }
-  return r;
+  return make(c / d, std::move(q));
 }
 
 SymExpr SymExpr::substitute(const std::map<std::string, SymExpr> &env) const {
-  SymExpr r;
-  for (auto &[m, c] : terms) {
-    SymExpr term(c);
+  if (!t)
+    return *this;
+  SymExpr r(c);
+  for (auto &[m, k] : *t) {
+    SymExpr term(k);
     for (auto &[s, p] : m) {
       auto it = env.find(s);
       SymExpr base = it != env.end() ? it->second : SymExpr::symbol(s);
-      for (unsigned k = 0; k < p; ++k)
+      for (unsigned n = 0; n < p; ++n)
         term = term * base;
     }
     r = r + term;
@@ -118,14 +152,16 @@ SymExpr SymExpr::substitute(const std::map<std::string, SymExpr> &env) const {
 
 std::optional<int64_t>
 SymExpr::evaluate(const std::map<std::string, int64_t> &env) const {
-  int64_t total = 0;
-  for (auto &[m, c] : terms) {
-    int64_t v = c;
+  if (!t)
+    return c;
+  int64_t total = c;
+  for (auto &[m, k] : *t) {
+    int64_t v = k;
     for (auto &[s, p] : m) {
       auto it = env.find(s);
       if (it == env.end())
         return std::nullopt;
-      for (unsigned k = 0; k < p; ++k)
+      for (unsigned n = 0; n < p; ++n)
         v = checkedMul(v, it->second);
     }
     total = checkedAdd(total, v);
@@ -135,9 +171,10 @@ SymExpr::evaluate(const std::map<std::string, int64_t> &env) const {
 
 std::vector<std::string> SymExpr::symbols() const {
   std::set<std::string> s;
-  for (auto &[m, c] : terms)
-    for (auto &[name, p] : m)
-      s.insert(name);
+  if (t)
+    for (auto &[m, k] : *t)
+      for (auto &[name, p] : m)
+        s.insert(name);
   return {s.begin(), s.end()};
 }
 
@@ -145,6 +182,7 @@ std::string SymExpr::str() const {
   if (isConstant())
     return std::to_string(getConstant().value_or(0));
   // Order: higher total degree first, then by monomial; constant last.
+  Terms terms = getTerms();
   std::vector<std::pair<Monomial, int64_t>> ordered(terms.begin(), terms.end());
   auto degree = [](const Monomial &m) {
     unsigned d = 0;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,18 +22,22 @@ namespace archc::ir {
 /// A product of symbols with powers, e.g. batch * seq^2. Sorted by name.
 using Monomial = std::vector<std::pair<std::string, unsigned>>;
 
-/// A polynomial with int64 coefficients over named symbols.
+/// A polynomial with int64 coefficients over named symbols. The constant
+/// term is stored inline and the symbolic terms (if any) in a shared,
+/// immutable map, so the common case - an integer dim - never allocates.
 class SymExpr {
 public:
   SymExpr() = default;
   /// A constant.
-  SymExpr(int64_t c); // NOLINT: implicit from integers is intended
+  SymExpr(int64_t c) : c(c) {} // NOLINT: implicit from integers is intended
   /// A single symbol.
   static SymExpr symbol(const std::string &name);
 
-  bool isConstant() const;
+  bool isConstant() const { return !t; }
   /// The constant value, when isConstant().
-  std::optional<int64_t> getConstant() const;
+  std::optional<int64_t> getConstant() const {
+    return t ? std::nullopt : std::optional<int64_t>(c);
+  }
 
   SymExpr operator+(const SymExpr &o) const;
   SymExpr operator-(const SymExpr &o) const;
@@ -42,9 +47,12 @@ public:
   /// is divisible.
   std::optional<SymExpr> divExact(int64_t d) const;
 
-  bool operator==(const SymExpr &o) const { return terms == o.terms; }
-  bool operator!=(const SymExpr &o) const { return terms != o.terms; }
-  bool operator<(const SymExpr &o) const { return terms < o.terms; }
+  bool operator==(const SymExpr &o) const {
+    return c == o.c && (t == o.t || (t && o.t && *t == *o.t));
+  }
+  bool operator!=(const SymExpr &o) const { return !(*this == o); }
+  /// A strict total order (consistent with ==), for containers.
+  bool operator<(const SymExpr &o) const;
 
   /// Substitutes values for symbols; symbols not in `env` stay symbolic.
   SymExpr substitute(const std::map<std::string, SymExpr> &env) const;
@@ -57,11 +65,14 @@ public:
   /// `(batch * seq)`. Non-trivial expressions are parenthesised.
   std::string str() const;
 
-  const std::map<Monomial, int64_t> &getTerms() const { return terms; }
+  /// Every term, the constant one under the empty monomial (absent when 0).
+  std::map<Monomial, int64_t> getTerms() const;
 
 private:
-  std::map<Monomial, int64_t> terms; // no zero coefficients
-  void normalize();
+  using Terms = std::map<Monomial, int64_t>;
+  int64_t c = 0;                  ///< the constant term
+  std::shared_ptr<const Terms> t; ///< non-constant terms; null when none
+  static SymExpr make(int64_t c, Terms terms);
 };
 
 } // namespace archc::ir

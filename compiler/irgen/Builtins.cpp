@@ -51,6 +51,10 @@ const std::vector<BuiltinSignature> &opTable() {
                  {req("x", "tensor"), req("axes", "list"),
                   opt("keepdims", "bool")},
                  false, "mean over the listed axes"});
+    t.push_back({"sinkhorn",
+                 {req("x", "tensor"), req("iters", "int"), opt("eps", "float")},
+                 false, "Sinkhorn normalisation of [..., n, n] matrices: columns, "
+                        "then iters - 1 rounds of rows and columns"});
     t.push_back({"topk_mask",
                  {req("scores", "tensor"), req("k", "int"),
                   opt("valid", "tensor?"), opt("causal", "bool")},

@@ -190,6 +190,21 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
     op->attrs["keepdims"] = present("keepdims") && arg("keepdims").value.getBool();
     return EvalValue::tensor(op->getResult());
   }
+  if (n == "sinkhorn") {
+    ir::Value *x = tensorArg("x");
+    if (!x)
+      return EvalValue::poison();
+    int64_t iters = arg("iters").value.getInt();
+    if (iters < 1) {
+      error(arg("iters").range,
+            fmt::format("op.sinkhorn: iters must be at least 1, got {}", iters));
+      return EvalValue::poison();
+    }
+    ir::Op *op = createOp(OpKind::Sinkhorn, {x}, range);
+    op->attrs["iters"] = iters;
+    op->attrs["eps"] = present("eps") ? arg("eps").value.getNumber() : 0.0;
+    return EvalValue::tensor(op->getResult());
+  }
   if (n == "topk_mask") {
     std::vector<ir::Value *> operands = {tensorArg("scores")};
     if (present("valid"))

@@ -193,3 +193,29 @@ arch moe {
             std::string::npos)
       << c.diagnostics();
 }
+
+TEST(StateOps, SinkhornNeedsSquareMatrices) {
+  ScratchDir d;
+  std::string arch = R"(
+arch hc {
+  model(x: f32[batch, seq, 4, 3]) -> (y) {
+    y = op.sinkhorn(x, iters: 3, eps: 1e-6)
+  }
+})";
+  auto c = compile(d, arch, "{}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("sinkhorn: expects float square matrices"),
+            std::string::npos)
+      << c.diagnostics();
+  std::string ok = arch;
+  ok.replace(ok.find("4, 3]"), 5, "4, 4]");
+  c = compile(d, ok, "{}");
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  std::string zero = ok;
+  zero.replace(zero.find("iters: 3"), 8, "iters: 0");
+  c = compile(d, zero, "{}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("op.sinkhorn: iters must be at least 1"),
+            std::string::npos)
+      << c.diagnostics();
+}

@@ -4,6 +4,10 @@
 //   reduce_sum / reduce_mean(x, axes, keepdims)
 //       sum or mean over the listed axes (float); the reduced axes are
 //       dropped, or kept as 1 with keepdims;
+//   sinkhorn(x [..., n, n], iters, eps)          -> [..., n, n]
+//       x / (column sums + eps), then iters - 1 rounds of row and column
+//       normalisation (a doubly-stochastic matrix, DeepSeek-V4's
+//       hyper-connection mixing);
 //   topk_mask(scores [b, s, T], valid? [b, T])    -> bool [b, s, T]
 //       per query row, the k highest scores among the keys it may see
 //       (causal: the s queries are the last s of the T key positions; valid:
@@ -19,6 +23,14 @@
 namespace archc::ir {
 
 bool verifyReduce(const Op &op, DiagnosticEngine &d) {
+  if (op.getKind() == OpKind::Sinkhorn) {
+    if (op.getNumOperands() != 1 || op.getNumResults() != 1 ||
+        op.getInt("iters", 0) < 1) {
+      reportOpError(d, op, "expects one operand, one result and iters >= 1");
+      return false;
+    }
+    return true;
+  }
   if (op.getKind() == OpKind::TopkMask) {
     size_t want = 1 + (op.getBool("valid") ? 1 : 0);
     if (op.getNumOperands() != want || op.getNumResults() != 1) {
@@ -46,6 +58,17 @@ bool verifyReduce(const Op &op, DiagnosticEngine &d) {
 
 bool inferReduce(Op &op, DiagnosticEngine &d) {
   const TensorType &x = op.getOperand(0)->type;
+  if (op.getKind() == OpKind::Sinkhorn) {
+    if (x.rank() < 2 || !isFloat(x.dtype) ||
+        x.dims[x.rank() - 1] != x.dims[x.rank() - 2]) {
+      reportOpError(d, op, fmt::format("expects float square matrices "
+                                       "[..., n, n], got {}",
+                                       x.str()));
+      return false;
+    }
+    op.getResult()->type = x;
+    return true;
+  }
   if (op.getKind() == OpKind::TopkMask) {
     if (x.rank() != 3 || !isFloat(x.dtype)) {
       reportOpError(d, op, fmt::format("expects float scores [batch, seq, "
