@@ -51,6 +51,7 @@ PROFILE_CASES = [
     ("mixtral", "Mixtral-8x7B-v0.1"),
     ("qwen3_moe", "Qwen3-30B-A3B"),
     ("deepseek_v3", "DeepSeek-V3"),
+    ("deepseek_v4", "DeepSeek-V4-Flash"),
     ("qwen3_5", "Qwen3.5-397B-A17B"),
     ("qwen3_next", "Qwen3-Next-80B-A3B-Thinking"),
     ("gpt2", "GPT-2"),

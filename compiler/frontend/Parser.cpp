@@ -13,6 +13,8 @@
 #include "ArchParser.h"
 #include "antlr4-runtime.h"
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <map>
 #include <cmath>
@@ -160,12 +162,15 @@ public:
         return number(start, startLine, startCol);
       if (c == '"')
         return string(start, startLine, startCol);
-      // Longest punctuation match.
+      // Longest punctuation match (candidates by first character, longest
+      // first).
       size_t best = 0, bestType = 0;
-      for (const auto &[p, type] : tab->punctuation)
-        if (p.size() > best && text.compare(pos, p.size(), p) == 0) {
+      for (const auto &[p, type] :
+           tab->punctuation[static_cast<unsigned char>(c)])
+        if (text.compare(pos, p.size(), p) == 0) {
           best = p.size();
           bestType = type;
+          break;
         }
       if (best) {
         for (size_t k = 0; k < best; ++k)
@@ -198,7 +203,8 @@ public:
 private:
   struct Tables {
     std::map<std::string, size_t> literals; ///< keywords
-    std::vector<std::pair<std::string, size_t>> punctuation;
+    /// Punctuation tokens by first character, longest first.
+    std::array<std::vector<std::pair<std::string, size_t>>, 256> punctuation;
   };
   static Tables buildTables(const antlr4::dfa::Vocabulary &v) {
     Tables t;
@@ -210,8 +216,12 @@ private:
       if (isIdentStart(body[0]))
         t.literals[body] = i;
       else
-        t.punctuation.emplace_back(body, i);
+        t.punctuation[static_cast<unsigned char>(body[0])].emplace_back(body, i);
     }
+    for (auto &list : t.punctuation)
+      std::stable_sort(list.begin(), list.end(), [](const auto &a, const auto &b) {
+        return a.first.size() > b.first.size();
+      });
     return t;
   }
 
@@ -852,39 +862,76 @@ private:
 /// Rejects inputs whose nesting would exhaust the parser's (recursive)
 /// stack: bracket depth, runs of prefix operators, and operator chains in
 /// one expression, counted over the token stream before parsing.
-bool checkNesting(antlr4::CommonTokenStream &tokens, const LocMapper &m,
+/// What checkNesting needs to know of a token type, computed once per type
+/// from the grammar's literal names.
+enum TokenClass : uint8_t {
+  kOpen = 1,       ///< ( [ {
+  kClose = 2,      ///< ) ] }
+  kPrefix = 4,     ///< - ! not (prefix when not after an operand)
+  kOperator = 8,   ///< binary/postfix operators
+  kReset = 16,     ///< ; { } = end an expression
+  kEndsOperand = 32 ///< literals, names, ) ]
+};
+
+const std::vector<uint8_t> &tokenClasses(const antlr4::dfa::Vocabulary &v) {
+  static const std::vector<uint8_t> classes = [&v] {
+    std::vector<uint8_t> c(v.getMaxTokenType() + 1, 0);
+    for (size_t type = 1; type < c.size(); ++type) {
+      std::string lit = v.getLiteralName(type);
+      std::string t = lit.size() >= 2 && lit.front() == '\'' && lit.back() == '\''
+                          ? lit.substr(1, lit.size() - 2)
+                          : "";
+      auto is = [&](std::initializer_list<const char *> set) {
+        for (const char *x : set)
+          if (t == x)
+            return true;
+        return false;
+      };
+      uint8_t k = 0;
+      k |= is({"(", "[", "{"}) ? kOpen : 0;
+      k |= is({")", "]", "}"}) ? kClose : 0;
+      k |= is({"-", "!", "not"}) ? kPrefix : 0;
+      k |= is({"+", "-", "*", "/", "//", "%", "&&", "||", "==", "!=", "<",
+               ">", "<=", ">=", "?", "and", "or", ".", "@", "!", "not"})
+               ? kOperator
+               : 0;
+      k |= is({";", "{", "}", "="}) ? kReset : 0;
+      k |= is({")", "]"}) ? kEndsOperand : 0;
+      c[type] = k;
+    }
+    for (size_t type : {ArchParser::ID, ArchParser::INT, ArchParser::FLOAT,
+                        ArchParser::STRING, ArchParser::TRUE, ArchParser::FALSE,
+                        ArchParser::NONE})
+      if (type < c.size())
+        c[type] |= kEndsOperand;
+    return c;
+  }();
+  return classes;
+}
+
+bool checkNesting(antlr4::CommonTokenStream &tokens,
+                  const antlr4::dfa::Vocabulary &vocabulary, const LocMapper &m,
                   DiagnosticEngine &diags) {
   constexpr unsigned kMaxOperators = 16 * kMaxNestingDepth;
+  const std::vector<uint8_t> &classes = tokenClasses(vocabulary);
   unsigned depth = 0, prefixRun = 0, operators = 0;
   bool afterOperand = false; // previous token ends an operand
   for (antlr4::Token *t : tokens.getTokens()) {
-    const std::string text = t->getText();
     size_t type = t->getType();
     if (type == antlr4::Token::EOF)
       break;
-    bool open = text == "(" || text == "[" || text == "{";
-    bool close = text == ")" || text == "]" || text == "}";
-    if (open)
+    uint8_t k = type < classes.size() ? classes[type] : 0;
+    if (k & kOpen)
       ++depth;
-    else if (close && depth > 0)
+    else if ((k & kClose) && depth > 0)
       --depth;
-    bool prefix = !afterOperand && (text == "-" || text == "!" || text == "not");
+    bool prefix = !afterOperand && (k & kPrefix);
     prefixRun = prefix ? prefixRun + 1 : 0;
-    bool isOperator = text == "+" || text == "-" || text == "*" ||
-                      text == "/" || text == "//" || text == "%" ||
-                      text == "&&" || text == "||" || text == "==" ||
-                      text == "!=" || text == "<" || text == ">" ||
-                      text == "<=" || text == ">=" || text == "?" ||
-                      text == "and" || text == "or" || text == "." ||
-                      text == "@" || text == "!" || text == "not";
-    if (isOperator)
+    if (k & kOperator)
       ++operators;
-    else if (text == ";" || text == "{" || text == "}" || text == "=")
+    else if (k & kReset)
       operators = 0;
-    afterOperand = type == ArchParser::ID || type == ArchParser::INT ||
-                   type == ArchParser::FLOAT || type == ArchParser::STRING ||
-                   type == ArchParser::TRUE || type == ArchParser::FALSE ||
-                   type == ArchParser::NONE || text == ")" || text == "]";
+    afterOperand = k & kEndsOperand;
     std::string problem;
     if (depth > kMaxNestingDepth || prefixRun > kMaxNestingDepth)
       problem = fmt::format("expression or block nested too deeply (the "
@@ -943,7 +990,7 @@ std::unique_ptr<ast::File> parseArchFile(uint32_t fileId, const SourceMgr &sm,
     tokens.fill();
     if (lexer.errors)
       return nullptr;
-    if (!checkNesting(tokens, mapper, diags))
+    if (!checkNesting(tokens, parser.getVocabulary(), mapper, diags))
       return nullptr;
     // Two-stage parse: the fast SLL prediction mode with a bail-out error
     // strategy handles every valid file; only when it fails is the input
