@@ -531,6 +531,19 @@ def _weight_shapes(s):
 _IGNORED_ON_LOAD = {"gpt2": (".attn.bias", ".attn.masked_bias")}
 
 
+def prepare_inputs(ids, positions, vocab):
+    """ids [B, S] as int64 (checked against the vocabulary) and positions (default 0..S-1)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if ids.ndim != 2:
+        raise ValueError("ids must be [B, S]")
+    if positions is None:
+        positions = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
+    positions = np.asarray(positions, dtype=np.int64)
+    if np.any(ids < 0) or np.any(ids >= vocab):
+        raise ValueError("token id out of range")
+    return ids, positions
+
+
 class GreedyMixin:
     """greedy() for any model with forward(ids) -> logits [B, S, V]."""
 
@@ -699,14 +712,7 @@ class CoreModel(GreedyMixin):
     # ---- public ----------------------------------------------------------
     def forward(self, ids, positions=None):
         """One uncached forward: ids [B, S] -> logits [B, S, V] (float64). No padding, no attention mask."""
-        ids = np.asarray(ids, dtype=np.int64)
-        if ids.ndim != 2:
-            raise ValueError("ids must be [B, S]")
-        if positions is None:
-            positions = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
-        positions = np.asarray(positions, dtype=np.int64)
-        if np.any(ids < 0) or np.any(ids >= self.spec.vocab):
-            raise ValueError("token id out of range")
+        ids, positions = prepare_inputs(ids, positions, self.spec.vocab)
         if self.spec.family == "gpt2":
             return self._forward_gpt2(ids, positions)
         return self._forward_llama_like(ids, positions)

@@ -40,6 +40,20 @@ size_t baseOperandCount(const Op &op) {
 }
 
 namespace {
+/// With a past state (after kv-cache), operand `next` must have the state's
+/// type; advances `next` past it.
+bool checkPastState(const Op &op, size_t &next, const TensorType &state,
+                    DiagnosticEngine &d) {
+  if (!op.getBool("has_past"))
+    return true;
+  const TensorType &past = op.getOperand(next++)->type;
+  if (past == state)
+    return true;
+  reportOpError(d, op, fmt::format("past state {} does not match the state {}",
+                                   past.str(), state.str()));
+  return false;
+}
+
 int64_t convKernel(const TensorType &w) {
   return w.dims.back().getConstant().value_or(0);
 }
@@ -134,15 +148,8 @@ bool inferCompress(Op &op, DiagnosticEngine &d) {
   TensorType state;
   recurrentStateType(op, state);
   size_t next = 3;
-  if (op.getBool("has_past")) {
-    const TensorType &past = op.getOperand(next++)->type;
-    if (past != state) {
-      reportOpError(d, op, fmt::format("past state {} does not match the "
-                                       "state {}",
-                                       past.str(), state.str()));
-      return false;
-    }
-  }
+  if (!checkPastState(op, next, state, d))
+    return false;
   SymExpr keys = kv.dims[1];
   if (op.getBool("masked")) {
     const TensorType &m = op.getOperand(next)->type;
@@ -215,15 +222,8 @@ bool inferRecurrent(Op &op, DiagnosticEngine &d) {
   }
   TensorType state;
   recurrentStateType(op, state);
-  if (op.getBool("has_past")) {
-    const TensorType &past = op.getOperand(next++)->type;
-    if (past != state) {
-      reportOpError(d, op, fmt::format("past state {} does not match the "
-                                       "state {}",
-                                       past.str(), state.str()));
-      return false;
-    }
-  }
+  if (!checkPastState(op, next, state, d))
+    return false;
   const TensorType &x = op.getOperand(op.getKind() == OpKind::CausalConv ? 0 : 2)->type;
   if (op.getBool("masked")) {
     const TensorType &m = op.getOperand(next)->type;

@@ -363,11 +363,8 @@ class Model(hf_reference.GreedyMixin):
     # -- model ----------------------------------------------------------------------------------------
     def forward(self, ids, positions=None):
         s, w = self.spec, self.w
-        ids = np.asarray(ids, dtype=np.int64)
+        ids, pos = hf_reference.prepare_inputs(ids, positions, s.vocab)
         B, S = ids.shape
-        pos = np.broadcast_to(np.arange(S), (B, S)) if positions is None else np.asarray(positions)
-        if np.any(ids < 0) or np.any(ids >= s.vocab):
-            raise ValueError("token id out of range")
         X = np.repeat(w["embed.weight"][ids][:, :, None], s.n, 2)
         for i in range(s.L):
             p = f"layers.{i}."

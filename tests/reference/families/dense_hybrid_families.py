@@ -876,14 +876,7 @@ class Model(ref.GreedyMixin):
     # ---- public ------------------------------------------------------------------
     def forward(self, ids, positions=None):
         """One uncached forward: ids [B, S] -> logits [B, S, V] (float64). No padding; positions 0..S-1."""
-        ids = np.asarray(ids, dtype=np.int64)
-        if ids.ndim != 2:
-            raise ValueError("ids must be [B, S]")
-        if positions is None:
-            positions = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
-        positions = np.asarray(positions, dtype=np.int64)
-        if np.any(ids < 0) or np.any(ids >= self.spec.vocab):
-            raise ValueError("token id out of range")
+        ids, positions = ref.prepare_inputs(ids, positions, self.spec.vocab)
         f = self.family
         if f in ("gemma2", "gemma3"):
             return self._forward_gemma(ids, positions)

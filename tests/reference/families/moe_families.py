@@ -384,14 +384,7 @@ class Model(ref.GreedyMixin):
 
     def forward(self, ids, positions=None):
         s, w = self.spec, self.w
-        ids = np.asarray(ids, dtype=np.int64)
-        if ids.ndim != 2:
-            raise ValueError("ids must be [B, S]")
-        if positions is None:
-            positions = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
-        positions = np.asarray(positions, dtype=np.int64)
-        if np.any(ids < 0) or np.any(ids >= s.vocab):
-            raise ValueError("token id out of range")
+        ids, positions = ref.prepare_inputs(ids, positions, s.vocab)
         x = w["model.embed_tokens.weight"][ids]
         cos, sin = s.rope.cos_sin(positions)
         for i in range(s.n_layers):
