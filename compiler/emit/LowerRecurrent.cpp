@@ -62,19 +62,24 @@ bool OnnxLowering::lowerCausalConv(const ir::Op &op) {
   std::string xt = b.node("Transpose", {x}, {OnnxAttr::list("perm", {0, 2, 1})});
   std::vector<OnnxAttr> attrs = {OnnxAttr::integer("group", channels),
                                  OnnxAttr::list("kernel_shape", {kernel})};
+  // ONNX Conv has no bfloat16 kernel type: such models convolve in float32.
+  bool viaF32 = act == onnx::TensorProto_DataType_BFLOAT16;
+  auto convIn = [&](const std::string &t) { return viaF32 ? widen(t) : t; };
   std::string y;
   if (op.getBool("has_past")) {
     std::string past = in(op.getOperand(2)); // [B, C, K - 1]
     std::string full =
         b.node("Concat", {past, xt}, {OnnxAttr::integer("axis", 2)});
-    y = b.node("Conv", {full, w}, attrs);
+    y = b.node("Conv", {convIn(full), convIn(w)}, attrs);
     int64_t start = kernel > 1 ? -(kernel - 1) : INT64_MAX;
     def(op.getResult(1), b.node("Slice", {full, b.i64({start}),
                                           b.i64({INT64_MAX}), b.i64({2})}));
   } else {
     attrs.push_back(OnnxAttr::list("pads", {kernel - 1, 0}));
-    y = b.node("Conv", {xt, w}, attrs);
+    y = b.node("Conv", {convIn(xt), convIn(w)}, attrs);
   }
+  if (viaF32)
+    y = narrow(y);
   def(op.getResult(0), b.node("Transpose", {y}, {OnnxAttr::list("perm", {0, 2, 1})}));
   return true;
 }
