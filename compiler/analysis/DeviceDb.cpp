@@ -61,13 +61,14 @@ public:
       out = n.as<double>();
     } catch (const YAML::Exception &) {
       diags.error(at(n), "'{}' must be a number, got '{}'", key,
-                  n.IsScalar() ? n.Scalar() : std::string("a ") +
-                                                  (n.IsMap() ? "map" : "list"));
+                  n.IsScalar()
+                      ? n.Scalar()
+                      : std::string("a ") + (n.IsMap() ? "map" : "list"));
       return false;
     }
     if (!std::isfinite(out) || out < min) {
-      diags.error(at(n), "'{}' must be a finite number >= {}, got {}", key,
-                  min, n.Scalar());
+      diags.error(at(n), "'{}' must be a finite number >= {}, got {}", key, min,
+                  n.Scalar());
       return false;
     }
     return true;
@@ -127,9 +128,10 @@ bool parseRuntime(YamlFile &f, const YAML::Node &n, const std::string &name,
   out.name = name;
   bool ok = f.string(n, "compute", out.compute, true);
   if (ok && !kPeakKeys.count(out.compute)) {
-    f.diags.error(f.at(n["compute"]), "unknown compute dtype '{}' (expected "
-                                      "one of fp64, fp32, tf32, bf16, fp16, "
-                                      "fp8, fp4, int8, int4)",
+    f.diags.error(f.at(n["compute"]),
+                  "unknown compute dtype '{}' (expected "
+                  "one of fp64, fp32, tf32, bf16, fp16, "
+                  "fp8, fp4, int8, int4)",
                   out.compute);
     ok = false;
   }
@@ -150,10 +152,15 @@ bool parseRuntime(YamlFile &f, const YAML::Node &n, const std::string &name,
       ok = false;
     }
   for (auto it = n.begin(); it != n.end(); ++it) {
-    static const std::set<std::string> keys = {
-        "compute", "weight_bits", "activation_bits", "kv_bits", "group_size",
-        "scale_bits", "compute_efficiency", "memory_efficiency",
-        "tensor_parallel"};
+    static const std::set<std::string> keys = {"compute",
+                                               "weight_bits",
+                                               "activation_bits",
+                                               "kv_bits",
+                                               "group_size",
+                                               "scale_bits",
+                                               "compute_efficiency",
+                                               "memory_efficiency",
+                                               "tensor_parallel"};
     std::string k = it->first.as<std::string>("");
     if (!keys.count(k)) {
       f.diags.error(f.at(it->first), "unknown runtime setting '{}'", k);
@@ -175,8 +182,8 @@ std::vector<std::string> listDevices(const std::string &dir) {
   return ids;
 }
 
-bool loadDeviceFile(const std::string &path, SourceMgr &sm,
-                    DiagnosticEngine &d, Device &dev) {
+bool loadDeviceFile(const std::string &path, SourceMgr &sm, DiagnosticEngine &d,
+                    Device &dev) {
   YAML::Node n;
   uint32_t id;
   if (!parseYaml(path, sm, d, n, id))
@@ -252,7 +259,8 @@ bool loadRuntime(const std::string &name, const std::string &presetsPath,
     return parseRuntime(f, root, std::filesystem::path(name).stem().string(),
                         out);
   if (!presets || !presets.IsMap()) {
-    d.error(f.at(root), "'{}' needs a 'presets' map", isFile ? name : presetsPath);
+    d.error(f.at(root), "'{}' needs a 'presets' map",
+            isFile ? name : presetsPath);
     return false;
   }
   std::string want = name;

@@ -20,9 +20,9 @@ namespace archc {
 
 struct Device {
   std::string id, name, vendor, kind, notes;
-  double memoryGB = 0;         ///< decimal GB
-  double bandwidthGBs = 0;     ///< GB/s
-  double interconnectGBs = 0;  ///< GB/s, device to device
+  double memoryGB = 0;        ///< decimal GB
+  double bandwidthGBs = 0;    ///< GB/s
+  double interconnectGBs = 0; ///< GB/s, device to device
   double pcieGBs = 0;
   std::map<std::string, double> peakTflops; ///< dtype -> TFLOP/s (dense)
   SourceRange loc;
@@ -52,8 +52,8 @@ bool loadDevice(const std::string &dir, const std::string &id, SourceMgr &sm,
                 DiagnosticEngine &d, Device &out);
 
 /// Parses one device file.
-bool loadDeviceFile(const std::string &path, SourceMgr &sm,
-                    DiagnosticEngine &d, Device &out);
+bool loadDeviceFile(const std::string &path, SourceMgr &sm, DiagnosticEngine &d,
+                    Device &out);
 
 /// Ids of every device file in `dir`, sorted.
 std::vector<std::string> listDevices(const std::string &dir);

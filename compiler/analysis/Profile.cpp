@@ -117,7 +117,8 @@ double ModelFacts::kvBytes(int64_t context, int64_t batch,
 
 namespace {
 
-double densityOf(const ir::Value *v, std::map<const ir::Value *, double> &memo) {
+double densityOf(const ir::Value *v,
+                 std::map<const ir::Value *, double> &memo) {
   auto it = memo.find(v);
   if (it != memo.end())
     return it->second;
@@ -128,7 +129,8 @@ double densityOf(const ir::Value *v, std::map<const ir::Value *, double> &memo) 
     case OpKind::Compress:
       // Entries and their flags: one per window; the present state is dense.
       if (v->getResultIndex() < 2)
-        d = 1.0 / static_cast<double>(std::max<int64_t>(op->getInt("ratio"), 1));
+        d = 1.0 /
+            static_cast<double>(std::max<int64_t>(op->getInt("ratio"), 1));
       break;
     case OpKind::Cache:
       // Past and present hold what the new tokens add.
@@ -215,7 +217,8 @@ ModelFacts computeModelFacts(const ir::Module &m) {
           s.elementsPerToken = 1;
           for (size_t i = 2; i < x.rank(); ++i)
             s.elementsPerToken *= x.dims[i].getConstant().value_or(0);
-          if (const ir::Op *attn = attentionReading(*region, inner->getResult(0)))
+          if (const ir::Op *attn =
+                  attentionReading(*region, inner->getResult(0)))
             s.window = attn->getInt("window", 0);
           s.stride = static_cast<int64_t>(
               std::llround(1.0 / keyDensity(inner->getOperand(0))));
@@ -230,8 +233,9 @@ ModelFacts computeModelFacts(const ir::Module &m) {
             s.elementsPerSequence = 1;
             for (size_t i = 1; i < t.rank(); ++i)
               s.elementsPerSequence *= t.dims[i].getConstant().value_or(0);
-            if (t.dtype == ir::DType::F32 && (inner->getKind() == OpKind::DeltaRule ||
-                                              inner->getKind() == OpKind::Compress))
+            if (t.dtype == ir::DType::F32 &&
+                (inner->getKind() == OpKind::DeltaRule ||
+                 inner->getKind() == OpKind::Compress))
               s.bits = 32;
             f.states.push_back(s);
           }
@@ -239,7 +243,8 @@ ModelFacts computeModelFacts(const ir::Module &m) {
         if (inner->getKind() == OpKind::Experts) {
           MoeFacts mf;
           mf.experts = inner->getInt("count");
-          mf.topK = inner->getOperand(1)->type.dims.back().getConstant().value_or(0);
+          mf.topK =
+              inner->getOperand(1)->type.dims.back().getConstant().value_or(0);
           mf.layers = static_cast<int64_t>(region->layers.size());
           ir::walk(*inner->getRegions()[0], [&](const ir::Op &b) {
             if (b.getKind() == OpKind::Param &&
@@ -292,10 +297,11 @@ public:
   }
   void write(const ir::Value *v, Cost &c) const {
     double n = elements(v->type);
-    c.activationBytes += n * (ir::isFloat(v->type.dtype)
-                                  ? bits.activationBits
-                                  : ir::dtypeBits(v->type.dtype)) /
-                         8;
+    c.activationBytes +=
+        n *
+        (ir::isFloat(v->type.dtype) ? bits.activationBits
+                                    : ir::dtypeBits(v->type.dtype)) /
+        8;
   }
 
   /// Fraction of key positions holding data (1 / ratio for compressed
@@ -430,7 +436,8 @@ public:
                         : scoring == "sparsemixer"  ? 2 * (4 + 5)
                                                     : 0;
       double scored = op.getString("order") == "topk_score" ? k : e;
-      c.flops = tokens * (perScore * scored + e + (op.getBool("normalize") ? 2 * k : 0));
+      c.flops = tokens *
+                (perScore * scored + e + (op.getBool("normalize") ? 2 * k : 0));
       c.transcendentals = scoring == "none" ? 0 : tokens * scored;
       for (const ir::Value *v : op.operands)
         read(v, c);
@@ -509,8 +516,8 @@ private:
       double rows = n / dim(x.dims.back());
       bool rms = op.getKind() == OpKind::RmsNorm;
       perElem = rms ? 3 : 5;
-      perElem += op.getNumOperands() > 1 ? 1 : 0;                  // weight
-      perElem += op.getNumOperands() > 2 ? 1 : 0;                  // bias
+      perElem += op.getNumOperands() > 1 ? 1 : 0; // weight
+      perElem += op.getNumOperands() > 2 ? 1 : 0; // bias
       c.flops = n * perElem + rows * 2;
       c.transcendentals = rows;
       for (const ir::Value *v : op.operands)
@@ -585,8 +592,8 @@ private:
     c.macs = b * h * (dk + dv) * keys;
     c.matmulFlops = 2 * c.macs;
     double scores = b * h * keys;
-    double perScore = 2 /*scale, mask*/ + 5 /*softmax*/ +
-                      (op.hasAttr("softcap") ? 3 : 0);
+    double perScore =
+        2 /*scale, mask*/ + 5 /*softmax*/ + (op.hasAttr("softcap") ? 3 : 0);
     c.flops = c.matmulFlops + scores * perScore;
     c.transcendentals = scores * (op.hasAttr("softcap") ? 2 : 1);
     read(op.getOperand(0), c);
@@ -628,7 +635,8 @@ private:
     double t = dim(lat.dims[1]), lc = dim(lat.dims[2]);
     double dv = static_cast<double>(op.getInt("v_dim"));
     double keys = visitedKeys(s, t, 0, op.getBool("causal", true));
-    double expanded = b * t * lc * h * (dn + dv) + b * h * keys * (dn + dr + dv);
+    double expanded =
+        b * t * lc * h * (dn + dv) + b * h * keys * (dn + dr + dv);
     double absorbed = b * s * h * dn * lc + b * h * keys * (lc + dr) +
                       b * h * keys * lc + b * s * h * lc * dv;
     c.macs = std::min(expanded, absorbed);

@@ -60,7 +60,7 @@ struct OpProfile {
 /// A stateful op's cache (e.g. K or V of one layer kind) or constant-size
 /// state (a conv, recurrent or compressor state).
 struct StateFacts {
-  std::string name;          ///< "key", "value", "compressed_kv", ...
+  std::string name; ///< "key", "value", "compressed_kv", ...
   std::vector<int64_t> layers;
   int64_t elementsPerToken = 0;    ///< growing state, per sequence and layer
   int64_t elementsPerSequence = 0; ///< constant state, per sequence and layer
@@ -81,13 +81,13 @@ struct MoeFacts {
 
 /// Static facts of the model.
 struct ModelFacts {
-  int64_t params = 0;       ///< every weight element, tied tensors once
+  int64_t params = 0; ///< every weight element, tied tensors once
   int64_t weightTensors = 0;
   int64_t expertParams = 0; ///< params inside routed experts
   std::vector<MoeFacts> moe;
   std::vector<StateFacts> states;
-  int64_t layers = 0;  ///< iterations of the layer loop
-  int64_t hidden = 0;  ///< width of the carried hidden state
+  int64_t layers = 0; ///< iterations of the layer loop
+  int64_t hidden = 0; ///< width of the carried hidden state
 
   /// Non-expert + k routed experts per MoE layer (model-card convention).
   int64_t activatedParamsPerToken() const;

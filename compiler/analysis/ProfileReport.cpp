@@ -73,11 +73,10 @@ std::string opLabel(const ir::Op &op, const SourceMgr &sm) {
        f = f->parent.get())
     r = f->callSite;
   if (r.isValid())
-    s += fmt::format(" @{}:{}",
-                     std::filesystem::path(sm.getName(r.begin.fileId))
-                         .filename()
-                         .string(),
-                     r.begin.line);
+    s += fmt::format(
+        " @{}:{}",
+        std::filesystem::path(sm.getName(r.begin.fileId)).filename().string(),
+        r.begin.line);
   return s;
 }
 
@@ -111,23 +110,23 @@ json phaseJson(const std::string &name, const ir::Module &m,
   j["activated_params_worst_case"] = facts.worstCaseActivatedParams(tokens);
   j["kv_bytes"] = facts.kvBytes(p.past + p.seq, p.batch, rt.kvBits);
   j["cost"] = costJson(total);
-  j["arithmetic_intensity"] = total.bytes() > 0 ? total.flops / total.bytes() : 0;
+  j["arithmetic_intensity"] =
+      total.bytes() > 0 ? total.flops / total.bytes() : 0;
   std::map<std::string, int64_t> gparams = groupParams(m);
   json devs = json::object();
   std::vector<PhaseTiming> timings;
   for (const Device *d : devices) {
     PhaseTiming t = timePhase(ops, facts, p, *d, rt);
-    devs[d->id] = json{{"time_s", t.time},
-                       {"compute_s", t.computeTime},
-                       {"memory_s", t.memoryTime},
-                       {"comm_s", t.commTime},
-                       {"memory_bound_fraction",
-                        t.time > 0 ? t.memoryBoundTime / t.time : 0},
-                       {"bound", t.memoryBoundTime * 2 > t.time ? "memory"
-                                                                : "compute"},
-                       {"tokens_per_s", t.tokensPerSecond},
-                       {"memory_needed_bytes", t.memoryNeeded},
-                       {"fits", t.fits}};
+    devs[d->id] = json{
+        {"time_s", t.time},
+        {"compute_s", t.computeTime},
+        {"memory_s", t.memoryTime},
+        {"comm_s", t.commTime},
+        {"memory_bound_fraction", t.time > 0 ? t.memoryBoundTime / t.time : 0},
+        {"bound", t.memoryBoundTime * 2 > t.time ? "memory" : "compute"},
+        {"tokens_per_s", t.tokensPerSecond},
+        {"memory_needed_bytes", t.memoryNeeded},
+        {"fits", t.fits}};
     timings.push_back(std::move(t));
   }
   j["devices"] = devs;
@@ -161,10 +160,9 @@ json phaseJson(const std::string &name, const ir::Module &m,
               {"cost", costJson(o.cost)}};
       json ot = json::object();
       for (size_t di = 0; di < devices.size(); ++di)
-        ot[devices[di]->id] =
-            json{{"time_s", timings[di].ops[k].time},
-                 {"bound", timings[di].ops[k].memoryBound ? "memory"
-                                                           : "compute"}};
+        ot[devices[di]->id] = json{
+            {"time_s", timings[di].ops[k].time},
+            {"bound", timings[di].ops[k].memoryBound ? "memory" : "compute"}};
       oj["devices"] = ot;
       os.push_back(oj);
     }
@@ -191,8 +189,9 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
                     req.devices[i], sm, diags, loaded[i]))
       return false;
     if (loaded[i].peak(rt.compute) <= 0) {
-      diags.error(loaded[i].loc, "device '{}' has no {} peak; choose another "
-                                 "--runtime",
+      diags.error(loaded[i].loc,
+                  "device '{}' has no {} peak; choose another "
+                  "--runtime",
                   req.devices[i], rt.compute);
       return false;
     }
@@ -203,19 +202,19 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
   Precision bits{rt.effectiveWeightBits(), rt.activationBits, rt.kvBits};
   out = json::object();
   out["schema"] = "archc.profile/1";
-  json model{{"arch", m.name},
-             {"config", m.configFile},
-             {"params", facts.params},
-             {"weight_tensors", facts.weightTensors},
-             {"activated_params_per_token", facts.activatedParamsPerToken()},
-             {"expert_params", facts.expertParams},
-             {"layers", facts.layers},
-             {"hidden", facts.hidden},
-             {"weight_bytes", static_cast<double>(facts.params) *
-                                  rt.effectiveWeightBits() / 8},
-             {"kv_bytes_per_token", facts.kvBytesPerToken(rt.kvBits)},
-             {"state_bytes_per_sequence",
-              facts.stateBytesPerSequence(rt.kvBits)}};
+  json model{
+      {"arch", m.name},
+      {"config", m.configFile},
+      {"params", facts.params},
+      {"weight_tensors", facts.weightTensors},
+      {"activated_params_per_token", facts.activatedParamsPerToken()},
+      {"expert_params", facts.expertParams},
+      {"layers", facts.layers},
+      {"hidden", facts.hidden},
+      {"weight_bytes",
+       static_cast<double>(facts.params) * rt.effectiveWeightBits() / 8},
+      {"kv_bytes_per_token", facts.kvBytesPerToken(rt.kvBits)},
+      {"state_bytes_per_sequence", facts.stateBytesPerSequence(rt.kvBits)}};
   json states = json::array();
   for (const StateFacts &s : facts.states)
     states.push_back(json{{"name", s.name},
@@ -260,8 +259,8 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
                         {"vector_peak_tflops", d->peak("fp32") / 1e12}});
   out["devices"] = devs;
   json points = json::array();
-  std::vector<int64_t> seqs = req.seqs.empty() ? std::vector<int64_t>{2048}
-                                               : req.seqs;
+  std::vector<int64_t> seqs =
+      req.seqs.empty() ? std::vector<int64_t>{2048} : req.seqs;
   for (int64_t b : req.batches)
     for (int64_t s : seqs) {
       json pt;
@@ -274,8 +273,8 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
       json decodes = json::array();
       for (int64_t past : pasts)
         decodes.push_back(phaseJson("decode", m, facts,
-                                    ProfilePoint{b, 1, past}, devices, rt,
-                                    bits, req.perOp, sm));
+                                    ProfilePoint{b, 1, past}, devices, rt, bits,
+                                    req.perOp, sm));
       pt["decode"] = decodes;
       points.push_back(pt);
     }
@@ -358,26 +357,31 @@ void renderText(const json &p, bool perOp, std::ostream &os, bool markdown) {
   auto h = [&](const std::string &s) {
     os << (markdown ? "### " : "") << s << "\n";
   };
-  os << (markdown ? "## " : "") << "archc profile: " << m["arch"].get<std::string>()
-     << " (" << m["config"].get<std::string>() << ")\n";
+  os << (markdown ? "## " : "")
+     << "archc profile: " << m["arch"].get<std::string>() << " ("
+     << m["config"].get<std::string>() << ")\n";
   os << (markdown ? "\n" : "");
   os << "latency model: " << p["latency_model"].get<std::string>() << "\n";
-  os << fmt::format("runtime '{}': {} matmuls, weights {} bits, activations {} "
-                    "bits, KV {} bits, efficiency compute {} / memory {}, "
-                    "tensor parallel {}\n\n",
-                    rt["name"].get<std::string>(), rt["compute"].get<std::string>(),
-                    rt["effective_weight_bits"].get<double>(),
-                    rt["activation_bits"].get<double>(), rt["kv_bits"].get<double>(),
-                    rt["compute_efficiency"].get<double>(),
-                    rt["memory_efficiency"].get<double>(),
-                    rt["tensor_parallel"].get<int64_t>());
+  os << fmt::format(
+      "runtime '{}': {} matmuls, weights {} bits, activations {} "
+      "bits, KV {} bits, efficiency compute {} / memory {}, "
+      "tensor parallel {}\n\n",
+      rt["name"].get<std::string>(), rt["compute"].get<std::string>(),
+      rt["effective_weight_bits"].get<double>(),
+      rt["activation_bits"].get<double>(), rt["kv_bits"].get<double>(),
+      rt["compute_efficiency"].get<double>(),
+      rt["memory_efficiency"].get<double>(),
+      rt["tensor_parallel"].get<int64_t>());
   Table facts;
   facts.rows.push_back({"model", "value"});
   facts.rows.push_back({"parameters", withCommas(m["params"].get<double>())});
-  facts.rows.push_back({"weight tensors", withCommas(m["weight_tensors"].get<double>())});
-  facts.rows.push_back({"activated parameters / token",
-                        withCommas(m["activated_params_per_token"].get<double>())});
-  facts.rows.push_back({"weight bytes", withCommas(m["weight_bytes"].get<double>())});
+  facts.rows.push_back(
+      {"weight tensors", withCommas(m["weight_tensors"].get<double>())});
+  facts.rows.push_back(
+      {"activated parameters / token",
+       withCommas(m["activated_params_per_token"].get<double>())});
+  facts.rows.push_back(
+      {"weight bytes", withCommas(m["weight_bytes"].get<double>())});
   facts.rows.push_back({"KV/state bytes / token",
                         withCommas(m["kv_bytes_per_token"].get<double>())});
   if (m["state_bytes_per_sequence"].get<double>() > 0)
@@ -390,9 +394,9 @@ void renderText(const json &p, bool perOp, std::ostream &os, bool markdown) {
 
   const json &devices = p["devices"];
   Table t;
-  std::vector<std::string> head = {"phase", "batch", "seq", "past", "MACs",
-                                   "FLOPs", "bytes", "KV bytes",
-                                   "activated params"};
+  std::vector<std::string> head = {"phase", "batch",    "seq",
+                                   "past",  "MACs",     "FLOPs",
+                                   "bytes", "KV bytes", "activated params"};
   for (const json &d : devices) {
     std::string id = d["id"].get<std::string>();
     head.push_back(id + " time");
@@ -415,10 +419,11 @@ void renderText(const json &p, bool perOp, std::ostream &os, bool markdown) {
     for (const json &d : devices) {
       const json &dt = ph["devices"][d["id"].get<std::string>()];
       r.push_back(seconds(dt["time_s"].get<double>()));
-      r.push_back(fmt::format("{} {:.0f}%", dt["bound"].get<std::string>(),
-                              100 * (dt["bound"] == "memory"
-                                         ? dt["memory_bound_fraction"].get<double>()
-                                         : 1 - dt["memory_bound_fraction"].get<double>())));
+      r.push_back(fmt::format(
+          "{} {:.0f}%", dt["bound"].get<std::string>(),
+          100 * (dt["bound"] == "memory"
+                     ? dt["memory_bound_fraction"].get<double>()
+                     : 1 - dt["memory_bound_fraction"].get<double>())));
       r.push_back(fmt::format("{:.1f}", dt["tokens_per_s"].get<double>()));
       r.push_back(dt["fits"].get<bool>() ? "yes" : "no");
     }
@@ -437,44 +442,49 @@ void renderText(const json &p, bool perOp, std::ostream &os, bool markdown) {
   const json &first = p["points"][0];
   for (const json *ph : {&first["prefill"], &first["decode"][0]}) {
     Table g;
-    std::vector<std::string> gh = {"group", "layers", "params", "MACs",
-                                   "FLOPs", "bytes"};
+    std::vector<std::string> gh = {"group", "layers", "params",
+                                   "MACs",  "FLOPs",  "bytes"};
     for (const json &d : devices)
       gh.push_back(d["id"].get<std::string>() + " time");
     g.rows.push_back(gh);
     for (const json &gr : (*ph)["groups"]) {
-      std::vector<std::string> r = {gr["group"].get<std::string>(),
-                                    fmt::format("{:.0f}", gr["layers"].get<double>()),
-                                    withCommas(gr["params"].get<double>()),
-                                    si(gr["cost"]["macs"].get<double>(), ""),
-                                    si(gr["cost"]["flops"].get<double>(), ""),
-                                    si(gr["cost"]["bytes"].get<double>(), "B")};
+      std::vector<std::string> r = {
+          gr["group"].get<std::string>(),
+          fmt::format("{:.0f}", gr["layers"].get<double>()),
+          withCommas(gr["params"].get<double>()),
+          si(gr["cost"]["macs"].get<double>(), ""),
+          si(gr["cost"]["flops"].get<double>(), ""),
+          si(gr["cost"]["bytes"].get<double>(), "B")};
       for (const json &d : devices)
-        r.push_back(seconds(gr["time_s"][d["id"].get<std::string>()].get<double>()));
+        r.push_back(
+            seconds(gr["time_s"][d["id"].get<std::string>()].get<double>()));
       g.rows.push_back(r);
     }
     h(fmt::format("per layer kind: {} (batch {}, seq {}, past {})",
-                  (*ph)["phase"].get<std::string>(), (*ph)["batch"].get<int64_t>(),
-                  (*ph)["seq"].get<int64_t>(), (*ph)["past"].get<int64_t>()));
+                  (*ph)["phase"].get<std::string>(),
+                  (*ph)["batch"].get<int64_t>(), (*ph)["seq"].get<int64_t>(),
+                  (*ph)["past"].get<int64_t>()));
     g.print(os, markdown);
     os << "\n";
     if (perOp && ph->contains("ops")) {
       Table o;
-      std::vector<std::string> oh = {"op", "group", "x", "MACs", "FLOPs",
-                                     "bytes"};
+      std::vector<std::string> oh = {"op",   "group", "x",
+                                     "MACs", "FLOPs", "bytes"};
       for (const json &d : devices)
         oh.push_back(d["id"].get<std::string>() + " time");
       o.rows.push_back(oh);
       for (const json &op : (*ph)["ops"]) {
-        std::vector<std::string> r = {op["op"].get<std::string>(),
-                                      op["group"].get<std::string>(),
-                                      fmt::format("{:.0f}", op["instances"].get<double>()),
-                                      si(op["cost"]["macs"].get<double>(), ""),
-                                      si(op["cost"]["flops"].get<double>(), ""),
-                                      si(op["cost"]["bytes"].get<double>(), "B")};
+        std::vector<std::string> r = {
+            op["op"].get<std::string>(),
+            op["group"].get<std::string>(),
+            fmt::format("{:.0f}", op["instances"].get<double>()),
+            si(op["cost"]["macs"].get<double>(), ""),
+            si(op["cost"]["flops"].get<double>(), ""),
+            si(op["cost"]["bytes"].get<double>(), "B")};
         for (const json &d : devices)
-          r.push_back(seconds(
-              op["devices"][d["id"].get<std::string>()]["time_s"].get<double>()));
+          r.push_back(
+              seconds(op["devices"][d["id"].get<std::string>()]["time_s"]
+                          .get<double>()));
         o.rows.push_back(r);
       }
       h(fmt::format("per op: {}", (*ph)["phase"].get<std::string>()));
@@ -509,17 +519,19 @@ void renderCsv(const json &p, std::ostream &os) {
           (*ph)["activated_params_expected"].get<double>());
       if ((*ph)["devices"].empty())
         os << base << ",,,,,,,,,\n";
-      for (auto it = (*ph)["devices"].begin(); it != (*ph)["devices"].end(); ++it) {
+      for (auto it = (*ph)["devices"].begin(); it != (*ph)["devices"].end();
+           ++it) {
         const json &d = it.value();
         os << base
-           << fmt::format(",{},{:.17g},{:.17g},{:.17g},{:.17g},{},{:.17g},"
-                          "{:.17g},{}\n",
-                          it.key(), d["time_s"].get<double>(),
-                          d["compute_s"].get<double>(), d["memory_s"].get<double>(),
-                          d["comm_s"].get<double>(), d["bound"].get<std::string>(),
-                          d["tokens_per_s"].get<double>(),
-                          d["memory_needed_bytes"].get<double>(),
-                          d["fits"].get<bool>() ? "true" : "false");
+           << fmt::format(
+                  ",{},{:.17g},{:.17g},{:.17g},{:.17g},{},{:.17g},"
+                  "{:.17g},{}\n",
+                  it.key(), d["time_s"].get<double>(),
+                  d["compute_s"].get<double>(), d["memory_s"].get<double>(),
+                  d["comm_s"].get<double>(), d["bound"].get<std::string>(),
+                  d["tokens_per_s"].get<double>(),
+                  d["memory_needed_bytes"].get<double>(),
+                  d["fits"].get<bool>() ? "true" : "false");
       }
     }
   }

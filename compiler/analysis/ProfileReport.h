@@ -1,4 +1,5 @@
-//===- ProfileReport.h - -emit=profile ---------------------------*- C++ -*-===//
+//===- ProfileReport.h - -emit=profile ---------------------------*- C++
+//-*-===//
 //
 // This file declares the profile back end: it evaluates the profile at every
 // requested point (batch x prompt length x past), projects latency on every

@@ -46,8 +46,8 @@ PhaseTiming timePhase(const std::vector<OpProfile> &ops, const ModelFacts &f,
   if (rt.tensorParallel > 1) {
     // Two all-reduces of the hidden state per layer (after attention and
     // after the MLP), ring algorithm.
-    double bytes = static_cast<double>(p.batch * p.seq * f.hidden) *
-                   rt.activationBits / 8;
+    double bytes =
+        static_cast<double>(p.batch * p.seq * f.hidden) * rt.activationBits / 8;
     double link = (d.interconnectGBs > 0 ? d.interconnectGBs : d.pcieGBs) * 1e9;
     if (link > 0)
       r.commTime = 2.0 * static_cast<double>(f.layers) * 2.0 * (tp - 1) / tp *

@@ -1,4 +1,5 @@
-//===- Roofline.h - Device-projected latency ---------------------*- C++ -*-===//
+//===- Roofline.h - Device-projected latency ---------------------*- C++
+//-*-===//
 //
 // This file declares the latency model of -emit=profile: a roofline per op,
 // summed per phase. An op's time is the larger of its compute time (matrix
@@ -27,15 +28,15 @@ OpTime rooflineTime(const Cost &c, const Device &d, const RuntimeSettings &rt);
 
 /// A phase (prefill or decode) at one point, on one device.
 struct PhaseTiming {
-  double time = 0;          ///< seconds, sum of op times + communication
-  double computeTime = 0;   ///< sum over ops of their compute times
-  double memoryTime = 0;    ///< sum over ops of their memory times
-  double commTime = 0;      ///< tensor-parallel all-reduces
+  double time = 0;            ///< seconds, sum of op times + communication
+  double computeTime = 0;     ///< sum over ops of their compute times
+  double memoryTime = 0;      ///< sum over ops of their memory times
+  double commTime = 0;        ///< tensor-parallel all-reduces
   double memoryBoundTime = 0; ///< time of ops limited by memory
   double tokensPerSecond = 0;
   bool fits = false;
-  double memoryNeeded = 0;  ///< bytes per device: weights + KV
-  std::vector<OpTime> ops;  ///< parallel to the op profile
+  double memoryNeeded = 0; ///< bytes per device: weights + KV
+  std::vector<OpTime> ops; ///< parallel to the op profile
 };
 
 /// Computes a phase's timing. `tokens` is the number of new tokens the

@@ -122,9 +122,8 @@ const nlohmann::json *findPath(const nlohmann::json &obj,
   size_t start = 0;
   while (true) {
     size_t dot = path.find('.', start);
-    std::string key = path.substr(start, dot == std::string::npos
-                                             ? std::string::npos
-                                             : dot - start);
+    std::string key = path.substr(
+        start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!cur->is_object())
       return nullptr;
     auto it = cur->find(key);
@@ -164,19 +163,18 @@ public:
       if (v.isPoison())
         continue;
       if (v.getKind() != EvalValue::Kind::Bool) {
-        diags.error(e.value->getRange(),
-                    "config check must be a bool, got {}", v.typeName());
+        diags.error(e.value->getRange(), "config check must be a bool, got {}",
+                    v.typeName());
         continue;
       }
       if (!v.getBool()) {
-        std::string msg = e.message ? eval.interpolate(*e.message, e.range,
-                                                       env, false)
-                                    : "config check failed";
+        std::string msg =
+            e.message ? eval.interpolate(*e.message, e.range, env, false)
+                      : "config check failed";
         diags.error(e.value->getRange(), msg)
-            .notes.push_back(
-                {cfg.fileStart(), "with the config in " +
-                                      diags.getSourceMgr().getName(
-                                          cfg.getFileId())});
+            .notes.push_back({cfg.fileStart(), "with the config in " +
+                                                   diags.getSourceMgr().getName(
+                                                       cfg.getFileId())});
       }
     }
     if (diags.getNumErrors() != errorsAtStart)
@@ -219,11 +217,10 @@ private:
     const ast::ConfigEntry &e = *it->second;
     if (state[name] == 1) {
       Diagnostic &d =
-          diags.error(e.nameRange, "config field '{}' depends on itself",
-                      name);
+          diags.error(e.nameRange, "config field '{}' depends on itself", name);
       for (const std::string &s : stack)
-        d.notes.push_back({entries[s]->nameRange,
-                           "through '" + s + "' declared here"});
+        d.notes.push_back(
+            {entries[s]->nameRange, "through '" + s + "' declared here"});
       env->define(name, EvalValue::poison());
       state[name] = 2;
       return;
@@ -243,14 +240,14 @@ private:
   }
 
   EvalValue bind(const ast::ConfigEntry &e) {
-    const std::string &cfgName =
-        diags.getSourceMgr().getName(cfg.getFileId());
+    const std::string &cfgName = diags.getSourceMgr().getName(cfg.getFileId());
     if (e.kind == ast::ConfigEntry::Kind::Let) {
       resolveDeps(*e.value);
       EvalValue v = eval.eval(*e.value, env);
       if (e.type && !Evaluator::coerce(v, *e.type)) {
-        diags.error(e.value->getRange(), "'{}' is declared {} but evaluates "
-                                         "to {} ({})",
+        diags.error(e.value->getRange(),
+                    "'{}' is declared {} but evaluates "
+                    "to {} ({})",
                     e.name, e.type->str(), v.typeName(), v.str());
         return EvalValue::poison();
       }
@@ -267,8 +264,9 @@ private:
         std::string shown = j->dump();
         if (shown.size() > 60)
           shown = shown.substr(0, 57) + "...";
-        diags.error(where, "config field '{}' must be {}, got {} {}",
-                    pointer.substr(1), e.type->str(), v.typeName(), shown)
+        diags
+            .error(where, "config field '{}' must be {}, got {} {}",
+                   pointer.substr(1), e.type->str(), v.typeName(), shown)
             .notes.push_back({e.range, "'" + e.name + "' declared here"});
         return EvalValue::poison();
       }

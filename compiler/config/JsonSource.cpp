@@ -54,9 +54,8 @@ std::string escapePointerToken(const std::string &key) {
 }
 } // namespace
 
-std::unique_ptr<JsonSource> JsonSource::load(const std::string &path,
-                                             SourceMgr &sm,
-                                             DiagnosticEngine &d) {
+std::unique_ptr<JsonSource>
+JsonSource::load(const std::string &path, SourceMgr &sm, DiagnosticEngine &d) {
   uint32_t id = sm.findFile(path);
   if (!id) {
     std::string err;
@@ -69,9 +68,8 @@ std::unique_ptr<JsonSource> JsonSource::load(const std::string &path,
   return parse(id, sm, d);
 }
 
-std::unique_ptr<JsonSource> JsonSource::parse(uint32_t fileId,
-                                              const SourceMgr &sm,
-                                              DiagnosticEngine &d) {
+std::unique_ptr<JsonSource>
+JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
   auto src = std::make_unique<JsonSource>();
   src->fileId = fileId;
   src->sm = &sm;
@@ -161,8 +159,7 @@ std::unique_ptr<JsonSource> JsonSource::parse(uint32_t fileId,
     d.error(SourceRange(loc, loc), "invalid JSON: {}", msg);
     return nullptr;
   } catch (const std::exception &e) {
-    d.error(SourceRange(SourceLoc{fileId, 1, 1}), "invalid JSON: {}",
-            e.what());
+    d.error(SourceRange(SourceLoc{fileId, 1, 1}), "invalid JSON: {}", e.what());
     return nullptr;
   }
   if (!src->doc.is_object()) {

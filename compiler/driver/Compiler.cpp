@@ -43,7 +43,8 @@ static ir::DType chooseDType(const Options &opts, const JsonSource &cfg) {
   const nlohmann::json &root = cfg.root();
   for (const char *key : {"torch_dtype", "dtype"}) {
     for (const nlohmann::json *obj :
-         {&root, root.contains("text_config") ? &root["text_config"] : nullptr}) {
+         {&root,
+          root.contains("text_config") ? &root["text_config"] : nullptr}) {
       if (!obj || !obj->is_object())
         continue;
       auto it = obj->find(key);
@@ -80,12 +81,12 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
       std::string list;
       for (const std::string &k : known)
         list += (list.empty() ? "" : ", ") + k;
-      diags.error(c.config ? c.config->rangeOf("/architectures") : SourceRange(),
-                  architecture.empty()
-                      ? "the config names no architecture; pass an .arch file"
-                      : "no bundled architecture file matches '" +
-                            architecture + "'; pass an .arch file (bundled: " +
-                            list + ")");
+      diags.error(
+          c.config ? c.config->rangeOf("/architectures") : SourceRange(),
+          architecture.empty()
+              ? "the config names no architecture; pass an .arch file"
+              : "no bundled architecture file matches '" + architecture +
+                    "'; pass an .arch file (bundled: " + list + ")");
       return false;
     }
   }
@@ -109,8 +110,8 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
     return false;
   }
   if (!architecture.empty() && !c.arch->matches.empty() &&
-      std::find(c.arch->matches.begin(), c.arch->matches.end(),
-                architecture) == c.arch->matches.end()) {
+      std::find(c.arch->matches.begin(), c.arch->matches.end(), architecture) ==
+          c.arch->matches.end()) {
     std::string list;
     for (const std::string &m : c.arch->matches)
       list += (list.empty() ? "" : ", ") + m;

@@ -20,8 +20,10 @@ std::string modulePath() {
   if (const char *env = std::getenv("ARCHC_ONNX_MODULE"))
     return env;
   std::error_code ec;
-  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  std::filesystem::path dir = ec ? std::filesystem::path(".") : exe.parent_path();
+  std::filesystem::path exe =
+      std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::filesystem::path dir =
+      ec ? std::filesystem::path(".") : exe.parent_path();
   for (const auto &candidate :
        {dir / "libarchc-onnx.so", dir / ".." / "lib" / "libarchc-onnx.so"})
     if (std::filesystem::exists(candidate, ec))

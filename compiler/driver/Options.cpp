@@ -16,7 +16,8 @@
 namespace archc {
 
 namespace {
-const char *kUsage = R"(usage: archc [<file.arch>] --config <config.json> [options]
+const char *kUsage =
+    R"(usage: archc [<file.arch>] --config <config.json> [options]
 
 Compiles a model architecture for the Hugging Face config of one model.
 Without <file.arch>, the bundled family whose `matches` list names the
@@ -69,9 +70,8 @@ bool splitList(const std::string &s, std::vector<std::string> &out) {
   size_t start = 0;
   while (start <= s.size()) {
     size_t comma = s.find(',', start);
-    std::string part = s.substr(start, comma == std::string::npos
-                                           ? std::string::npos
-                                           : comma - start);
+    std::string part = s.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
     if (part.empty())
       return false;
     out.push_back(part);
@@ -86,8 +86,9 @@ bool parseInts(const std::string &flag, const std::string &s,
                std::vector<int64_t> &out, int64_t minValue) {
   std::vector<std::string> parts;
   if (!splitList(s, parts)) {
-    fmt::print(stderr, "archc: error: {} expects a comma-separated list of "
-                       "integers, got '{}'\n",
+    fmt::print(stderr,
+               "archc: error: {} expects a comma-separated list of "
+               "integers, got '{}'\n",
                flag, s);
     return false;
   }
@@ -97,8 +98,9 @@ bool parseInts(const std::string &flag, const std::string &s,
     errno = 0;
     long long v = std::strtoll(p.c_str(), &end, 10);
     if (errno || *end || v < minValue || v > (1LL << 40)) {
-      fmt::print(stderr, "archc: error: {}: '{}' is not an integer in [{}, "
-                         "2^40]\n",
+      fmt::print(stderr,
+                 "archc: error: {}: '{}' is not an integer in [{}, "
+                 "2^40]\n",
                  flag, p, minValue);
       return false;
     }
@@ -118,7 +120,8 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       a = "-" + a; // -emit=ir -> --emit=ir
     std::string name = a, value;
     bool hasValue = false;
-    if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+    if (auto eq = a.find('=');
+        eq != std::string::npos && a.rfind("--", 0) == 0) {
       name = a.substr(0, eq);
       value = a.substr(eq + 1);
       hasValue = true;
@@ -168,8 +171,9 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       else if (value == "onnx-text")
         o.emit = EmitTarget::OnnxText;
       else {
-        fmt::print(stderr, "archc: error: unknown -emit value '{}' (expected "
-                           "ir, weights, profile, onnx or onnx-text)\n",
+        fmt::print(stderr,
+                   "archc: error: unknown -emit value '{}' (expected "
+                   "ir, weights, profile, onnx or onnx-text)\n",
                    value);
         return false;
       }
@@ -217,8 +221,9 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       if (value != "f32" && value != "fp32" && value != "f16" &&
           value != "fp16" && value != "bf16" && value != "float32" &&
           value != "float16" && value != "bfloat16") {
-        fmt::print(stderr, "archc: error: --dtype must be f32, f16 or bf16, "
-                           "got '{}'\n",
+        fmt::print(stderr,
+                   "archc: error: --dtype must be f32, f16 or bf16, "
+                   "got '{}'\n",
                    value);
         return false;
       }
@@ -246,8 +251,9 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
         return false;
       if (value != "table" && value != "json" && value != "csv" &&
           value != "md") {
-        fmt::print(stderr, "archc: error: --format must be table, json, csv "
-                           "or md, got '{}'\n",
+        fmt::print(stderr,
+                   "archc: error: --format must be table, json, csv "
+                   "or md, got '{}'\n",
                    value);
         return false;
       }
@@ -266,8 +272,9 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       if (!need())
         return false;
       if (value != "none" && value != "random" && value != "zeros") {
-        fmt::print(stderr, "archc: error: --init must be none, random or "
-                           "zeros, got '{}'\n",
+        fmt::print(stderr,
+                   "archc: error: --init must be none, random or "
+                   "zeros, got '{}'\n",
                    value);
         return false;
       }
@@ -289,8 +296,9 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       return false;
     } else {
       if (!o.input.empty()) {
-        fmt::print(stderr, "archc: error: more than one input file ('{}' and "
-                           "'{}')\n",
+        fmt::print(stderr,
+                   "archc: error: more than one input file ('{}' and "
+                   "'{}')\n",
                    o.input, a);
         return false;
       }

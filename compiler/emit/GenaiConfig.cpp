@@ -92,25 +92,25 @@ bool writeGenaiConfig(const ir::Module &m, const nlohmann::json &cfg,
   for (const char *k : {"eos_token_id", "pad_token_id"})
     if (!field(k).is_null())
       model[k] = field(k);
-  nlohmann::json type = cfg.contains("model_type") ? cfg["model_type"]
-                                                   : nlohmann::json(m.name);
+  nlohmann::json type =
+      cfg.contains("model_type") ? cfg["model_type"] : nlohmann::json(m.name);
   model["type"] = type;
   model["vocab_size"] = vocab;
-  ordered_json search = {{"diversity_penalty", 0.0},
-                         {"do_sample", false},
-                         {"early_stopping", true},
-                         {"length_penalty", 1.0},
-                         {"max_length", context.is_null() ? nlohmann::json(4096)
-                                                          : context},
-                         {"min_length", 0},
-                         {"no_repeat_ngram_size", 0},
-                         {"num_beams", 1},
-                         {"num_return_sequences", 1},
-                         {"past_present_share_buffer", false},
-                         {"repetition_penalty", 1.0},
-                         {"temperature", 1.0},
-                         {"top_k", 1},
-                         {"top_p", 1.0}};
+  ordered_json search = {
+      {"diversity_penalty", 0.0},
+      {"do_sample", false},
+      {"early_stopping", true},
+      {"length_penalty", 1.0},
+      {"max_length", context.is_null() ? nlohmann::json(4096) : context},
+      {"min_length", 0},
+      {"no_repeat_ngram_size", 0},
+      {"num_beams", 1},
+      {"num_return_sequences", 1},
+      {"past_present_share_buffer", false},
+      {"repetition_penalty", 1.0},
+      {"temperature", 1.0},
+      {"top_k", 1},
+      {"top_p", 1.0}};
   ordered_json root = {{"model", model}, {"search", search}};
   return writeFileAtomically(path, root.dump(4) + "\n", diags);
 }

@@ -49,34 +49,37 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
     std::tie(cosT, sinT) = cached->second;
   } else {
     std::string invFreq = b.f32(tables.invFreq, {half});
-    std::string posF = b.node("Cast", {pos}, {OnnxAttr::integer(
-                                                 "to", onnx::TensorProto_DataType_FLOAT)});
+    std::string posF =
+        b.node("Cast", {pos},
+               {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)});
     if (tables.type == "dynamic" || tables.type == "longrope") {
       // Sequence length seen by this call: max(position) + 1.
       std::string len = b.node(
-          "Add", {b.node("ReduceMax", {posF},
-                         {OnnxAttr::integer("keepdims", 0)}),
-                  b.f32Scalar(1.0f)});
+          "Add",
+          {b.node("ReduceMax", {posF}, {OnnxAttr::integer("keepdims", 0)}),
+           b.f32Scalar(1.0f)});
       if (tables.type == "longrope") {
-        std::string isLong = b.node(
-            "Greater",
-            {len, b.f32Scalar(static_cast<float>(tables.originalMax))});
-        invFreq = b.node("Where", {isLong, b.f32(tables.invFreqLong, {half}),
-                                   invFreq});
+        std::string isLong =
+            b.node("Greater",
+                   {len, b.f32Scalar(static_cast<float>(tables.originalMax))});
+        invFreq = b.node("Where",
+                         {isLong, b.f32(tables.invFreqLong, {half}), invFreq});
       } else {
         // base' = base * (factor * L / max - (factor - 1))^(d / (d - 2)),
         // L = max(len, max_positions).
         float maxPos = static_cast<float>(tables.maxPositions);
         std::string l = b.node("Max", {len, b.f32Scalar(maxPos)});
         std::string ratio = b.node(
-            "Sub", {b.node("Div", {b.node("Mul", {l, b.f32Scalar(static_cast<float>(
-                                                         tables.factor))}),
-                                   b.f32Scalar(maxPos)}),
-                    b.f32Scalar(static_cast<float>(tables.factor - 1))});
+            "Sub",
+            {b.node("Div", {b.node("Mul", {l, b.f32Scalar(static_cast<float>(
+                                                  tables.factor))}),
+                            b.f32Scalar(maxPos)}),
+             b.f32Scalar(static_cast<float>(tables.factor - 1))});
         std::string base = b.node(
-            "Mul", {b.f32Scalar(static_cast<float>(tables.base)),
-                    b.node("Pow", {ratio, b.f32Scalar(static_cast<float>(rot) /
-                                                      static_cast<float>(rot - 2))})});
+            "Mul",
+            {b.f32Scalar(static_cast<float>(tables.base)),
+             b.node("Pow", {ratio, b.f32Scalar(static_cast<float>(rot) /
+                                               static_cast<float>(rot - 2))})});
         std::vector<float> expo;
         for (int64_t i = 0; i < half; ++i)
           expo.push_back(-static_cast<float>(2 * i) / static_cast<float>(rot));
@@ -84,11 +87,11 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
       }
     }
     // freqs [batch, seq, half] = position * inv_freq
-    std::string freqs = b.node(
-        "Mul", {b.node("Unsqueeze", {posF, b.i64({-1})}), invFreq});
-    std::string emb =
-        interleaved ? freqs
-                    : b.node("Concat", {freqs, freqs}, {OnnxAttr::integer("axis", -1)});
+    std::string freqs =
+        b.node("Mul", {b.node("Unsqueeze", {posF, b.i64({-1})}), invFreq});
+    std::string emb = interleaved ? freqs
+                                  : b.node("Concat", {freqs, freqs},
+                                           {OnnxAttr::integer("axis", -1)});
     cosT = b.node("Cos", {emb});
     sinT = b.node("Sin", {emb});
     if (tables.attentionFactor != 1.0) {
@@ -107,30 +110,39 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
   }
 
   const std::string &x = in(op.getOperand(0));
-  std::string xr = rot == headDim
-                       ? x
-                       : b.node("Slice", {x, b.i64({0}), b.i64({rot}), b.i64({3})});
+  std::string xr =
+      rot == headDim
+          ? x
+          : b.node("Slice", {x, b.i64({0}), b.i64({rot}), b.i64({3})});
   std::string rotated;
   if (!interleaved) {
-    std::string x1 = b.node("Slice", {xr, b.i64({0}), b.i64({half}), b.i64({3})});
-    std::string x2 = b.node("Slice", {xr, b.i64({half}), b.i64({rot}), b.i64({3})});
+    std::string x1 =
+        b.node("Slice", {xr, b.i64({0}), b.i64({half}), b.i64({3})});
+    std::string x2 =
+        b.node("Slice", {xr, b.i64({half}), b.i64({rot}), b.i64({3})});
     std::string rh = b.node("Concat", {b.node("Neg", {x2}), x1},
                             {OnnxAttr::integer("axis", -1)});
-    rotated = b.node("Add", {b.node("Mul", {xr, cosT}), b.node("Mul", {rh, sinT})});
+    rotated =
+        b.node("Add", {b.node("Mul", {xr, cosT}), b.node("Mul", {rh, sinT})});
   } else {
     std::string pairs = b.node("Reshape", {xr, b.i64({0, 0, 0, half, 2})});
-    std::string x1 = b.node("Slice", {pairs, b.i64({0}), b.i64({1}), b.i64({4})});
-    std::string x2 = b.node("Slice", {pairs, b.i64({1}), b.i64({2}), b.i64({4})});
-    std::string o1 = b.node("Sub", {b.node("Mul", {x1, cosT}), b.node("Mul", {x2, sinT})});
-    std::string o2 = b.node("Add", {b.node("Mul", {x2, cosT}), b.node("Mul", {x1, sinT})});
-    rotated = b.node("Reshape",
-                     {b.node("Concat", {o1, o2}, {OnnxAttr::integer("axis", -1)}),
-                      b.i64({0, 0, 0, rot})});
+    std::string x1 =
+        b.node("Slice", {pairs, b.i64({0}), b.i64({1}), b.i64({4})});
+    std::string x2 =
+        b.node("Slice", {pairs, b.i64({1}), b.i64({2}), b.i64({4})});
+    std::string o1 =
+        b.node("Sub", {b.node("Mul", {x1, cosT}), b.node("Mul", {x2, sinT})});
+    std::string o2 =
+        b.node("Add", {b.node("Mul", {x2, cosT}), b.node("Mul", {x1, sinT})});
+    rotated = b.node(
+        "Reshape", {b.node("Concat", {o1, o2}, {OnnxAttr::integer("axis", -1)}),
+                    b.i64({0, 0, 0, rot})});
   }
   if (rot != headDim) {
     std::string pass =
         b.node("Slice", {x, b.i64({rot}), b.i64({headDim}), b.i64({3})});
-    rotated = b.node("Concat", {rotated, pass}, {OnnxAttr::integer("axis", -1)});
+    rotated =
+        b.node("Concat", {rotated, pass}, {OnnxAttr::integer("axis", -1)});
   }
   def(op.getResult(), rotated);
   return true;
@@ -148,9 +160,9 @@ bool OnnxLowering::lowerCache(const ir::Op &op) {
   bool identity = true;
   for (size_t i = 0; i < layout.size(); ++i)
     identity &= layout[i] == static_cast<int64_t>(i);
-  std::string stored = identity ? in(x)
-                                : b.node("Transpose", {in(x)},
-                                         {OnnxAttr::list("perm", layout)});
+  std::string stored =
+      identity ? in(x)
+               : b.node("Transpose", {in(x)}, {OnnxAttr::list("perm", layout)});
   if (op.getNumOperands() == 1) {
     def(op.getResult(0), in(x));
     storage[op.getResult(0)] = stored;
@@ -184,10 +196,9 @@ std::string OnnxLowering::storageOf(const ir::Value *v) {
   return b.node("Transpose", {in(v)}, {OnnxAttr::list("perm", {0, 2, 1, 3})});
 }
 
-std::string OnnxLowering::allowedMask(const ir::Op &attn,
-                                      const std::string &q,
-                                      const std::string &keys,
-                                      int64_t keysAxis, int64_t window) {
+std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
+                                      const std::string &keys, int64_t keysAxis,
+                                      int64_t window) {
   bool causal = attn.getBool("causal", true);
   bool masked = attn.getBool("masked");
   std::string padding = masked ? in(attn.operands.back()) : "";
@@ -195,8 +206,8 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn,
                     "/" + padding + "/" + q;
   // Masks depend on lengths only, which every layer shares: key by the
   // query/key length sources rather than the tensors.
-  std::string lengthKey = std::to_string(causal) + "/" +
-                          std::to_string(window) + "/" + padding;
+  std::string lengthKey =
+      std::to_string(causal) + "/" + std::to_string(window) + "/" + padding;
   auto it = maskCache.find(lengthKey);
   if (it != maskCache.end())
     return it->second;
@@ -204,29 +215,31 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn,
   // Lengths: total keys T (from the padding mask, or the key state) and
   // queries S; query j sits at absolute index T - S + j.
   std::string total =
-      masked ? b.node("Gather", {b.node("Shape", {padding}), b.i64Scalar(1)},
-                      {OnnxAttr::integer("axis", 0)})
-             : b.node("Gather", {b.node("Shape", {keys}), b.i64Scalar(keysAxis)},
-                      {OnnxAttr::integer("axis", 0)});
+      masked
+          ? b.node("Gather", {b.node("Shape", {padding}), b.i64Scalar(1)},
+                   {OnnxAttr::integer("axis", 0)})
+          : b.node("Gather", {b.node("Shape", {keys}), b.i64Scalar(keysAxis)},
+                   {OnnxAttr::integer("axis", 0)});
   std::string s = b.node("Gather", {b.node("Shape", {q}), b.i64Scalar(1)},
                          {OnnxAttr::integer("axis", 0)});
   std::string kpos = b.node("Range", {b.i64Scalar(0), total, b.i64Scalar(1)});
-  std::string qpos = b.node("Range", {b.node("Sub", {total, s}), total,
-                                      b.i64Scalar(1)});
-  std::string kRow = b.node("Unsqueeze", {kpos, b.i64({0})});  // [1, T]
-  std::string qCol = b.node("Unsqueeze", {qpos, b.i64({1})});  // [S, 1]
+  std::string qpos =
+      b.node("Range", {b.node("Sub", {total, s}), total, b.i64Scalar(1)});
+  std::string kRow = b.node("Unsqueeze", {kpos, b.i64({0})}); // [1, T]
+  std::string qCol = b.node("Unsqueeze", {qpos, b.i64({1})}); // [S, 1]
   std::string allowed;
   if (causal)
     allowed = b.node("LessOrEqual", {kRow, qCol});
   if (window > 0) {
-    std::string inWindow = b.node(
-        "Greater", {kRow, b.node("Sub", {qCol, b.i64Scalar(window)})});
+    std::string inWindow =
+        b.node("Greater", {kRow, b.node("Sub", {qCol, b.i64Scalar(window)})});
     allowed = allowed.empty() ? inWindow : b.node("And", {allowed, inWindow});
   }
   if (masked) {
     std::string pad = b.node(
         "Unsqueeze",
-        {b.node("Cast", {padding}, {OnnxAttr::integer("to", onnx::TensorProto_DataType_BOOL)}),
+        {b.node("Cast", {padding},
+                {OnnxAttr::integer("to", onnx::TensorProto_DataType_BOOL)}),
          b.i64({1, 2, 3})}); // [B, 1, 1, 1, T]
     allowed = allowed.empty() ? pad : b.node("And", {allowed, pad});
   }
@@ -247,13 +260,15 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
   int64_t groups = h / hk;
   const std::string &q = in(op.getOperand(0));
   // q [B, S, H, D] -> [B, Hkv, G, S, D]
-  std::string q5 = b.node(
-      "Reshape", {b.node("Transpose", {q}, {OnnxAttr::list("perm", {0, 2, 1, 3})}),
-                  b.i64({0, hk, groups, -1, d})});
+  std::string q5 =
+      b.node("Reshape",
+             {b.node("Transpose", {q}, {OnnxAttr::list("perm", {0, 2, 1, 3})}),
+              b.i64({0, hk, groups, -1, d})});
   // k, v [B, Hkv, T, D] -> [B, Hkv, 1, D, T] and [B, Hkv, 1, T, Dv]
-  std::string kT = b.node(
-      "Transpose", {b.node("Unsqueeze", {storageOf(op.getOperand(1)), b.i64({2})})},
-      {OnnxAttr::list("perm", {0, 1, 2, 4, 3})});
+  std::string kT =
+      b.node("Transpose",
+             {b.node("Unsqueeze", {storageOf(op.getOperand(1)), b.i64({2})})},
+             {OnnxAttr::list("perm", {0, 1, 2, 4, 3})});
   std::string v5 =
       b.node("Unsqueeze", {storageOf(op.getOperand(2)), b.i64({2})});
   double scale = op.hasAttr("scale") ? op.getFloat("scale")
@@ -274,9 +289,9 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
   if (op.getBool("extra")) {
     const ir::Value *ek = op.getOperand(next), *ev = op.getOperand(next + 1);
     next += 2;
-    std::string ekT = b.node(
-        "Transpose", {b.node("Unsqueeze", {storageOf(ek), b.i64({2})})},
-        {OnnxAttr::list("perm", {0, 1, 2, 4, 3})});
+    std::string ekT =
+        b.node("Transpose", {b.node("Unsqueeze", {storageOf(ek), b.i64({2})})},
+               {OnnxAttr::list("perm", {0, 1, 2, 4, 3})});
     extraV5 = b.node("Unsqueeze", {storageOf(ev), b.i64({2})});
     std::string extra = widen(b.node("MatMul", {q5, ekT}));
     extra = b.node("Mul", {extra, b.f32Scalar(static_cast<float>(scale))});
@@ -293,21 +308,24 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
       seen = b.node("And", {seen, b.node("Unsqueeze", {in(em), b.i64(axes)})});
     }
     extra = b.node("Where", {seen, extra, b.f32Scalar(-FLT_MAX)});
-    keyLen = b.node("Slice", {b.node("Shape", {scores}), b.i64({-1}),
-                              b.i64({INT64_MAX})});
+    keyLen = b.node(
+        "Slice", {b.node("Shape", {scores}), b.i64({-1}), b.i64({INT64_MAX})});
     scores = b.node("Concat", {scores, extra}, {OnnxAttr::integer("axis", -1)});
   }
   std::string probs;
   if (op.getBool("sinks")) {
     // One extra logit per head in the softmax denominator, then dropped.
     std::string sinks = widen(in(op.getOperand(3)));
-    std::string sink5 = b.node("Reshape", {sinks, b.i64({1, hk, groups, 1, 1})});
+    std::string sink5 =
+        b.node("Reshape", {sinks, b.i64({1, hk, groups, 1, 1})});
     std::string shape = b.node("Shape", {scores});
-    std::string sinkShape = b.node(
-        "Concat", {b.node("Slice", {shape, b.i64({0}), b.i64({-1})}), b.i64({1})},
-        {OnnxAttr::integer("axis", 0)});
+    std::string sinkShape =
+        b.node("Concat",
+               {b.node("Slice", {shape, b.i64({0}), b.i64({-1})}), b.i64({1})},
+               {OnnxAttr::integer("axis", 0)});
     std::string col = b.node("Expand", {sink5, sinkShape});
-    std::string all = b.node("Concat", {scores, col}, {OnnxAttr::integer("axis", -1)});
+    std::string all =
+        b.node("Concat", {scores, col}, {OnnxAttr::integer("axis", -1)});
     std::string p = b.node("Softmax", {all}, {OnnxAttr::integer("axis", -1)});
     probs = b.node("Slice", {p, b.i64({0}), b.i64({-1}), b.i64({-1})});
   } else {
@@ -316,8 +334,9 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
   std::string o;
   if (!extraV5.empty()) {
     std::vector<std::string> parts =
-        b.nodeN("Split", {probs, b.node("Concat", {keyLen, keyLen},
-                                         {OnnxAttr::integer("axis", 0)})},
+        b.nodeN("Split",
+                {probs, b.node("Concat", {keyLen, keyLen},
+                               {OnnxAttr::integer("axis", 0)})},
                 {OnnxAttr::integer("axis", -1)}, 2);
     o = b.node("Add", {b.node("MatMul", {narrow(parts[0]), v5}),
                        b.node("MatMul", {narrow(parts[1]), extraV5})});

@@ -16,15 +16,17 @@ using ir::OpKind;
 
 bool OnnxLowering::lowerElementwise(const ir::Op &op) {
   const ir::Value *r = op.getResult();
-  auto x = [&](size_t i) -> const std::string & { return in(op.getOperand(i)); };
+  auto x = [&](size_t i) -> const std::string & {
+    return in(op.getOperand(i));
+  };
   static const std::map<OpKind, const char *> direct = {
-      {OpKind::Add, "Add"},         {OpKind::Sub, "Sub"},
-      {OpKind::Mul, "Mul"},         {OpKind::Div, "Div"},
-      {OpKind::Pow, "Pow"},         {OpKind::Maximum, "Max"},
-      {OpKind::Minimum, "Min"},     {OpKind::Neg, "Neg"},
-      {OpKind::Exp, "Exp"},         {OpKind::Log, "Log"},
-      {OpKind::Sqrt, "Sqrt"},       {OpKind::Tanh, "Tanh"},
-      {OpKind::Sigmoid, "Sigmoid"}, {OpKind::Relu, "Relu"},
+      {OpKind::Add, "Add"},           {OpKind::Sub, "Sub"},
+      {OpKind::Mul, "Mul"},           {OpKind::Div, "Div"},
+      {OpKind::Pow, "Pow"},           {OpKind::Maximum, "Max"},
+      {OpKind::Minimum, "Min"},       {OpKind::Neg, "Neg"},
+      {OpKind::Exp, "Exp"},           {OpKind::Log, "Log"},
+      {OpKind::Sqrt, "Sqrt"},         {OpKind::Tanh, "Tanh"},
+      {OpKind::Sigmoid, "Sigmoid"},   {OpKind::Relu, "Relu"},
       {OpKind::Softplus, "Softplus"}, {OpKind::Abs, "Abs"}};
   if (auto it = direct.find(op.getKind()); it != direct.end()) {
     std::vector<std::string> ins;
@@ -59,19 +61,17 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
     if (op.getString("approximate", "none") == "tanh") {
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
       std::string cube = b.node("Mul", {v, b.node("Mul", {v, v})});
-      std::string t = b.node(
-          "Add", {v, b.node("Mul", {cube, b.f32Scalar(0.044715f)})});
-      inner = b.node("Tanh", {b.node(
-                                 "Mul", {t, b.f32Scalar(static_cast<float>(
-                                                std::sqrt(2.0 / M_PI)))})});
+      std::string t =
+          b.node("Add", {v, b.node("Mul", {cube, b.f32Scalar(0.044715f)})});
+      inner = b.node("Tanh", {b.node("Mul", {t, b.f32Scalar(static_cast<float>(
+                                                    std::sqrt(2.0 / M_PI)))})});
     } else {
       // 0.5 x (1 + erf(x / sqrt(2)))
       inner = b.node("Erf", {b.node("Div", {v, b.f32Scalar(static_cast<float>(
-                                                     std::sqrt(2.0)))})});
+                                                   std::sqrt(2.0)))})});
     }
-    std::string y = b.node(
-        "Mul", {b.node("Mul", {v, b.f32Scalar(0.5f)}),
-                b.node("Add", {inner, b.f32Scalar(1.0f)})});
+    std::string y = b.node("Mul", {b.node("Mul", {v, b.f32Scalar(0.5f)}),
+                                   b.node("Add", {inner, b.f32Scalar(1.0f)})});
     def(r, narrow(y));
     return true;
   }
@@ -104,9 +104,9 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
   std::string x = widen(in(op.getOperand(0)));
   if (op.getKind() == OpKind::RmsNorm) {
     // x * 1/sqrt(mean(x^2) + eps) * (offset + w), in float32.
-    std::string ms = b.node("ReduceMean", {b.node("Mul", {x, x})},
-                            {OnnxAttr::list("axes", {-1}),
-                             OnnxAttr::integer("keepdims", 1)});
+    std::string ms = b.node(
+        "ReduceMean", {b.node("Mul", {x, x})},
+        {OnnxAttr::list("axes", {-1}), OnnxAttr::integer("keepdims", 1)});
     std::string inv = b.node(
         "Reciprocal",
         {b.node("Sqrt", {b.node("Add", {ms, b.f32Scalar(static_cast<float>(
@@ -153,7 +153,8 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
   const std::string &a = in(op.getOperand(0));
   const std::string &w = in(op.getOperand(1));
   if (op.getKind() == OpKind::Gather) {
-    def(op.getResult(), b.node("Gather", {a, w}, {OnnxAttr::integer("axis", 0)}));
+    def(op.getResult(),
+        b.node("Gather", {a, w}, {OnnxAttr::integer("axis", 0)}));
     return true;
   }
   const ir::TensorType &at = op.getOperand(0)->type;
@@ -169,8 +170,8 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
       perm.push_back(static_cast<int64_t>(i));
     std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
     def(op.getResult(),
-        b.node("MatMul", {a, b.node("Transpose", {w},
-                                    {OnnxAttr::list("perm", perm)})}));
+        b.node("MatMul",
+               {a, b.node("Transpose", {w}, {OnnxAttr::list("perm", perm)})}));
     return true;
   }
   // [out, in] weight: Gemm(transB) on the flattened input keeps the
@@ -180,9 +181,9 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
         b.node("Gemm", {a, w}, {OnnxAttr::integer("transB", 1)}));
     return true;
   }
-  std::string flat = b.node("Flatten", {a},
-                            {OnnxAttr::integer("axis",
-                                               static_cast<int64_t>(at.rank() - 1))});
+  std::string flat =
+      b.node("Flatten", {a},
+             {OnnxAttr::integer("axis", static_cast<int64_t>(at.rank() - 1))});
   std::string y = b.node("Gemm", {flat, w}, {OnnxAttr::integer("transB", 1)});
   // Output shape from the input's run-time shape (also right inside expert
   // bodies, whose token count is not a graph symbol). Shared per input.
@@ -192,8 +193,8 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
   std::string shape =
       b.node("Concat", {lead, b.i64({bt.dims[0].getConstant().value_or(0)})},
              {OnnxAttr::integer("axis", 0)});
-  def(op.getResult(), b.node("Reshape", {y, shape},
-                             {OnnxAttr::integer("allowzero", 1)}));
+  def(op.getResult(),
+      b.node("Reshape", {y, shape}, {OnnxAttr::integer("allowzero", 1)}));
   return true;
 }
 
@@ -259,7 +260,8 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
     for (const ir::Value *v : op.operands)
       ins.push_back(in(v));
     def(op.getResult(),
-        b.node("Concat", ins, {OnnxAttr::integer("axis", op.getInt("axis", -1))}));
+        b.node("Concat", ins,
+               {OnnxAttr::integer("axis", op.getInt("axis", -1))}));
     return true;
   }
   case OpKind::ExpertSlice:
@@ -269,9 +271,9 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
                                {OnnxAttr::integer("axis", 0)}));
     return true;
   case OpKind::Slice:
-    def(op.getResult(),
-        b.node("Slice", {x, b.i64({op.getInt("start")}), b.i64({op.getInt("end")}),
-                         b.i64({op.getInt("axis")})}));
+    def(op.getResult(), b.node("Slice", {x, b.i64({op.getInt("start")}),
+                                         b.i64({op.getInt("end")}),
+                                         b.i64({op.getInt("axis")})}));
     return true;
   default:
     return fail(op, "unsupported shape op");

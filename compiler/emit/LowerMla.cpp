@@ -33,7 +33,8 @@ bool OnnxLowering::lowerMlaAttention(const ir::Op &op) {
 
   std::string u = b.node("Reshape", {w, b.i64({heads, dn + dv, c})});
   std::string uk = b.node("Slice", {u, b.i64({0}), b.i64({dn}), b.i64({1})});
-  std::string uv = b.node("Slice", {u, b.i64({dn}), b.i64({dn + dv}), b.i64({1})});
+  std::string uv =
+      b.node("Slice", {u, b.i64({dn}), b.i64({dn + dv}), b.i64({1})});
   auto heads1 = [&](const std::string &x) { // [B, S, H, d] -> [B, H, S, d]
     return b.node("Transpose", {x}, {OnnxAttr::list("perm", {0, 2, 1, 3})});
   };
@@ -42,29 +43,32 @@ bool OnnxLowering::lowerMlaAttention(const ir::Op &op) {
                   {OnnxAttr::list("perm", {0, 1, 3, 2})});
   };
   std::string qLat = b.node("MatMul", {heads1(qNope), uk}); // [B, H, S, c]
-  std::string scores = b.node(
-      "Add", {b.node("MatMul", {qLat, keysT(latent)}),
-              b.node("MatMul", {heads1(qPe), keysT(kPe)})});
+  std::string scores =
+      b.node("Add", {b.node("MatMul", {qLat, keysT(latent)}),
+                     b.node("MatMul", {heads1(qPe), keysT(kPe)})});
   scores = widen(scores);
-  double scale = op.hasAttr("scale")
-                     ? op.getFloat("scale")
-                     : 1.0 / std::sqrt(static_cast<double>(
-                                 dn + op.getOperand(1)->type.dims[3]
-                                          .getConstant()
-                                          .value_or(0)));
+  double scale =
+      op.hasAttr("scale")
+          ? op.getFloat("scale")
+          : 1.0 /
+                std::sqrt(static_cast<double>(
+                    dn +
+                    op.getOperand(1)->type.dims[3].getConstant().value_or(0)));
   scores = b.node("Mul", {scores, b.f32Scalar(static_cast<float>(scale))});
   // The latent acts as one key/value head shared by all H query heads:
   // [B, 1, H, S, T] matches the mask layout [B, Hkv, G, S, T].
   std::string scores5 = b.node("Unsqueeze", {scores, b.i64({1})});
   std::string allowed = allowedMask(op, qNope, latent, 1, 0);
   scores5 = b.node("Where", {allowed, scores5, b.f32Scalar(-FLT_MAX)});
-  std::string probs = narrow(b.node("Squeeze", {b.node("Softmax", {scores5},
-                                                       {OnnxAttr::integer("axis", -1)}),
-                                                b.i64({1})}));
+  std::string probs = narrow(b.node(
+      "Squeeze", {b.node("Softmax", {scores5}, {OnnxAttr::integer("axis", -1)}),
+                  b.i64({1})}));
   std::string oLat = b.node(
-      "MatMul", {probs, b.node("Unsqueeze", {latent, b.i64({1})})}); // [B, H, S, c]
+      "MatMul",
+      {probs, b.node("Unsqueeze", {latent, b.i64({1})})}); // [B, H, S, c]
   std::string o = b.node(
-      "MatMul", {oLat, b.node("Transpose", {uv}, {OnnxAttr::list("perm", {0, 2, 1})})});
+      "MatMul",
+      {oLat, b.node("Transpose", {uv}, {OnnxAttr::list("perm", {0, 2, 1})})});
   def(op.getResult(), heads1(o)); // [B, S, H, dv]
   return true;
 }

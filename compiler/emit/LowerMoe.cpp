@@ -21,12 +21,14 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
   std::string order = op.getString("order", "score_topk");
   bool normalize = op.getBool("normalize");
   double scale = op.getFloat("scale", 1.0);
-  int64_t groups = op.getInt("groups", 1), topkGroups = op.getInt("topk_groups", 1);
+  int64_t groups = op.getInt("groups", 1),
+          topkGroups = op.getInt("topk_groups", 1);
   int64_t experts =
       op.getOperand(0)->type.dims.back().getConstant().value_or(0);
   auto topk = [&](const std::string &x, int64_t n) {
     return b.nodeN("TopK", {x, b.i64({n})},
-                   {OnnxAttr::integer("axis", -1), OnnxAttr::integer("largest", 1),
+                   {OnnxAttr::integer("axis", -1),
+                    OnnxAttr::integer("largest", 1),
                     OnnxAttr::integer("sorted", 1)},
                    2);
   };
@@ -40,25 +42,27 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
     std::string negInf = b.f32Scalar(-std::numeric_limits<float>::infinity());
     std::string absS = b.node("Abs", {logits});
     auto pick = [&](const std::string &s) {
-      std::string idx = b.node("ArgMax", {s}, {OnnxAttr::integer("axis", -1),
-                                               OnnxAttr::integer("keepdims", 1)});
-      std::string m = b.node("ReduceMax", {s}, {OnnxAttr::list("axes", {-1}),
-                                                OnnxAttr::integer("keepdims", 1)});
-      std::string far = b.node(
-          "Greater", {b.node("Div", {b.node("Sub", {m, logits}),
-                                     b.node("Max", {absS, m})}),
-                      b.f32Scalar(eps2)});
+      std::string idx = b.node(
+          "ArgMax", {s},
+          {OnnxAttr::integer("axis", -1), OnnxAttr::integer("keepdims", 1)});
+      std::string m = b.node(
+          "ReduceMax", {s},
+          {OnnxAttr::list("axes", {-1}), OnnxAttr::integer("keepdims", 1)});
+      std::string far =
+          b.node("Greater", {b.node("Div", {b.node("Sub", {m, logits}),
+                                            b.node("Max", {absS, m})}),
+                             b.f32Scalar(eps2)});
       std::string gates = b.node("Softmax", {b.node("Where", {far, negInf, s})},
                                  {OnnxAttr::integer("axis", -1)});
-      return std::make_pair(
-          b.node("GatherElements", {gates, idx}, {OnnxAttr::integer("axis", -1)}),
-          idx);
+      return std::make_pair(b.node("GatherElements", {gates, idx},
+                                   {OnnxAttr::integer("axis", -1)}),
+                            idx);
     };
     auto [w1, i1] = pick(logits);
-    std::string without = b.node(
-        "ScatterElements",
-        {logits, i1, b.node("Expand", {negInf, b.node("Shape", {i1})})},
-        {OnnxAttr::integer("axis", -1)});
+    std::string without =
+        b.node("ScatterElements",
+               {logits, i1, b.node("Expand", {negInf, b.node("Shape", {i1})})},
+               {OnnxAttr::integer("axis", -1)});
     auto [w2, i2] = pick(without);
     weights = b.node("Concat", {w1, w2}, {OnnxAttr::integer("axis", -1)});
     indices = b.node("Concat", {i1, i2}, {OnnxAttr::integer("axis", -1)});
@@ -90,34 +94,39 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
       // Group score = sum of the top-2 selection scores in the group; keep
       // the best topk_groups groups.
       int64_t per = experts / groups;
-      std::string grouped = b.node(
-          "Reshape", {select, b.node("Concat",
-                                     {b.node("Slice", {b.node("Shape", {select}),
-                                                       b.i64({0}), b.i64({-1})}),
-                                      b.i64({groups, per})},
-                                     {OnnxAttr::integer("axis", 0)})},
-          {OnnxAttr::integer("allowzero", 1)});
+      std::string grouped =
+          b.node("Reshape",
+                 {select, b.node("Concat",
+                                 {b.node("Slice", {b.node("Shape", {select}),
+                                                   b.i64({0}), b.i64({-1})}),
+                                  b.i64({groups, per})},
+                                 {OnnxAttr::integer("axis", 0)})},
+                 {OnnxAttr::integer("allowzero", 1)});
       auto top2 = topk(grouped, std::min<int64_t>(2, per));
       std::string groupScore = b.node("ReduceSum", {top2[0], b.i64({-1})},
                                       {OnnxAttr::integer("keepdims", 0)});
       auto bestGroups = topk(groupScore, topkGroups);
       // One-hot of the kept groups, broadcast over their experts.
-      std::string groupIds = b.node("Range", {b.i64Scalar(0), b.i64Scalar(groups),
-                                              b.i64Scalar(1)});
-      std::string hit = b.node(
-          "Equal", {b.node("Unsqueeze", {bestGroups[1], b.i64({-1})}), groupIds});
-      std::string kept = b.node(
-          "Cast",
-          {b.node("ReduceMax",
-                  {b.node("Cast", {hit}, {OnnxAttr::integer("to", onnx::TensorProto_DataType_INT32)})},
-                  {OnnxAttr::list("axes", {-2}), OnnxAttr::integer("keepdims", 0)})},
-          {OnnxAttr::integer("to", onnx::TensorProto_DataType_BOOL)});
-      std::string keptExperts = b.node(
-          "Reshape",
-          {b.node("Expand", {b.node("Unsqueeze", {kept, b.i64({-1})}),
-                             b.node("Shape", {grouped})}),
-           b.node("Shape", {select})},
-          {OnnxAttr::integer("allowzero", 1)});
+      std::string groupIds = b.node(
+          "Range", {b.i64Scalar(0), b.i64Scalar(groups), b.i64Scalar(1)});
+      std::string hit =
+          b.node("Equal",
+                 {b.node("Unsqueeze", {bestGroups[1], b.i64({-1})}), groupIds});
+      std::string kept =
+          b.node("Cast",
+                 {b.node("ReduceMax",
+                         {b.node("Cast", {hit},
+                                 {OnnxAttr::integer(
+                                     "to", onnx::TensorProto_DataType_INT32)})},
+                         {OnnxAttr::list("axes", {-2}),
+                          OnnxAttr::integer("keepdims", 0)})},
+                 {OnnxAttr::integer("to", onnx::TensorProto_DataType_BOOL)});
+      std::string keptExperts =
+          b.node("Reshape",
+                 {b.node("Expand", {b.node("Unsqueeze", {kept, b.i64({-1})}),
+                                    b.node("Shape", {grouped})}),
+                  b.node("Shape", {select})},
+                 {OnnxAttr::integer("allowzero", 1)});
       // Experts of dropped groups score 0, as Hugging Face's DeepSeek-V3
       // router does (the reference code uses -inf; the two differ only
       // when a kept expert's biased score is negative).
@@ -126,8 +135,9 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
     if (op.getBool("table")) {
       // Hash routing: the experts of token t are table[t].
       size_t t = op.getBool("bias") ? 2 : 1;
-      indices = b.node("Gather", {in(op.getOperand(t)), in(op.getOperand(t + 1))},
-                       {OnnxAttr::integer("axis", 0)});
+      indices =
+          b.node("Gather", {in(op.getOperand(t)), in(op.getOperand(t + 1))},
+                 {OnnxAttr::integer("axis", 0)});
       if (op.getOperand(t)->type.dtype != ir::DType::I64)
         indices = castTo(indices, onnx::TensorProto_DataType_INT64);
     } else {
@@ -137,9 +147,9 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
     weights = b.node("GatherElements", {scores, indices},
                      {OnnxAttr::integer("axis", -1)});
     if (normalize)
-      weights = b.node("Div", {weights,
-                               b.node("ReduceSum", {weights, b.i64({-1})},
-                                      {OnnxAttr::integer("keepdims", 1)})});
+      weights =
+          b.node("Div", {weights, b.node("ReduceSum", {weights, b.i64({-1})},
+                                         {OnnxAttr::integer("keepdims", 1)})});
   }
   if (scale != 1.0)
     weights = b.node("Mul", {weights, b.f32Scalar(static_cast<float>(scale))});
@@ -162,7 +172,8 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
   std::string x = b.node("Reshape", {in(op.getOperand(0)), b.i64({-1, dIn})});
   std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
   std::string idx = b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})});
-  std::string n = b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({1})});
+  std::string n =
+      b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({1})});
   // The weighted sum accumulates in float32 (more accurate, and ONNX
   // Runtime's CPU ScatterND has no float16 add).
   std::string out = b.node(
@@ -170,15 +181,17 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
       {b.node("Concat", {n, b.i64({dOut})}, {OnnxAttr::integer("axis", 0)})});
   std::string zero = actScalar(0.0);
   for (int64_t e = 0; e < count; ++e) {
-    std::string hit = b.node("Equal", {idx, b.i64Scalar(e)});     // [N, k]
-    std::string we = b.node("ReduceSum", {b.node("Where", {hit, w, zero}),
-                                          b.i64({1})},
-                            {OnnxAttr::integer("keepdims", 0)}); // [N]
+    std::string hit = b.node("Equal", {idx, b.i64Scalar(e)}); // [N, k]
+    std::string we =
+        b.node("ReduceSum", {b.node("Where", {hit, w, zero}), b.i64({1})},
+               {OnnxAttr::integer("keepdims", 0)}); // [N]
     std::string any = b.node(
         "ReduceMax",
-        {b.node("Cast", {hit}, {OnnxAttr::integer("to", onnx::TensorProto_DataType_INT32)})},
+        {b.node("Cast", {hit},
+                {OnnxAttr::integer("to", onnx::TensorProto_DataType_INT32)})},
         {OnnxAttr::list("axes", {1}), OnnxAttr::integer("keepdims", 0)});
-    std::string tok = b.node("Reshape", {b.node("NonZero", {any}), b.i64({-1})});
+    std::string tok =
+        b.node("Reshape", {b.node("NonZero", {any}), b.i64({-1})});
     std::string xe = b.node("Gather", {x, tok}, {OnnxAttr::integer("axis", 0)});
     // The body sees its tokens with the rank the IR gave it ([..., n, D]:
     // leading dims of 1), so rank-dependent lowerings stay valid.
@@ -194,9 +207,10 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
       return false;
     std::string ye = b.node("Reshape", {in(body.getTerminator()->getOperand(0)),
                                         b.i64({-1, dOut})});
-    std::string wsel = b.node(
-        "Unsqueeze", {b.node("Gather", {we, tok}, {OnnxAttr::integer("axis", 0)}),
-                      b.i64({1})});
+    std::string wsel =
+        b.node("Unsqueeze",
+               {b.node("Gather", {we, tok}, {OnnxAttr::integer("axis", 0)}),
+                b.i64({1})});
     std::string contrib = b.node("Mul", {widen(ye), widen(wsel)});
     out = b.node("ScatterND",
                  {out, b.node("Unsqueeze", {tok, b.i64({1})}), contrib},

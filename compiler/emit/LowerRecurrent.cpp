@@ -41,11 +41,13 @@ std::string OnnxLowering::newTokenMask(const ir::Op &op, const std::string &x) {
   if (!op.getBool("masked"))
     return "";
   // attention_mask [B, past + S]: the new tokens are its last S columns.
-  std::string s = b.node("Slice", {b.node("Shape", {x}), b.i64({1}), b.i64({2})});
+  std::string s =
+      b.node("Slice", {b.node("Shape", {x}), b.i64({1}), b.i64({2})});
   std::string m = b.node("Slice", {in(op.operands.back()), b.node("Neg", {s}),
                                    b.i64({INT64_MAX}), b.i64({1})});
-  return b.node("Unsqueeze", {b.node("Cast", {m}, {OnnxAttr::integer("to", act)}),
-                              b.i64({-1})}); // [B, S, 1]
+  return b.node("Unsqueeze",
+                {b.node("Cast", {m}, {OnnxAttr::integer("to", act)}),
+                 b.i64({-1})}); // [B, S, 1]
 }
 
 bool OnnxLowering::lowerCausalConv(const ir::Op &op) {
@@ -59,7 +61,8 @@ bool OnnxLowering::lowerCausalConv(const ir::Op &op) {
   std::string mask = newTokenMask(op, x);
   if (!mask.empty())
     x = b.node("Mul", {x, mask});
-  std::string xt = b.node("Transpose", {x}, {OnnxAttr::list("perm", {0, 2, 1})});
+  std::string xt =
+      b.node("Transpose", {x}, {OnnxAttr::list("perm", {0, 2, 1})});
   std::vector<OnnxAttr> attrs = {OnnxAttr::integer("group", channels),
                                  OnnxAttr::list("kernel_shape", {kernel})};
   // ONNX Conv has no bfloat16 kernel type: such models convolve in float32.
@@ -80,7 +83,8 @@ bool OnnxLowering::lowerCausalConv(const ir::Op &op) {
   }
   if (viaF32)
     y = narrow(y);
-  def(op.getResult(0), b.node("Transpose", {y}, {OnnxAttr::list("perm", {0, 2, 1})}));
+  def(op.getResult(0),
+      b.node("Transpose", {y}, {OnnxAttr::list("perm", {0, 2, 1})}));
   return true;
 }
 
@@ -108,10 +112,12 @@ bool OnnxLowering::lowerDeltaRule(const ir::Op &op) {
     auto repeat = [&](const std::string &x) {
       std::string x5 = b.node("Unsqueeze", {x, b.i64({3})});
       std::string shape = b.node(
-          "Concat", {b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({2})}),
-                     b.i64({hk, hv / hk, dk})},
+          "Concat",
+          {b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({2})}),
+           b.i64({hk, hv / hk, dk})},
           {OnnxAttr::integer("axis", 0)});
-      return b.node("Reshape", {b.node("Expand", {x5, shape}), b.i64({0, 0, hv, dk})});
+      return b.node("Reshape",
+                    {b.node("Expand", {x5, shape}), b.i64({0, 0, hv, dk})});
     };
     q = repeat(q);
     k = repeat(k);
@@ -120,7 +126,8 @@ bool OnnxLowering::lowerDeltaRule(const ir::Op &op) {
   if (op.getBool("has_past")) {
     state = in(op.getOperand(5));
   } else {
-    std::string batch = b.node("Slice", {b.node("Shape", {v}), b.i64({0}), b.i64({1})});
+    std::string batch =
+        b.node("Slice", {b.node("Shape", {v}), b.i64({0}), b.i64({1})});
     std::string shape = b.node("Concat", {batch, b.i64({hv, dk, dv})},
                                {OnnxAttr::integer("axis", 0)});
     onnx::TensorProto zero;
@@ -148,31 +155,34 @@ bool OnnxLowering::lowerDeltaRule(const ir::Op &op) {
   for (const std::string &n : {sIn, qIn, kIn, vIn, gIn, bIn})
     addInput(body, n, kF32);
   // S [B, Hv, dk, dv]; q_t, k_t [B, Hv, dk]; v_t [B, Hv, dv]; g_t, b_t [B, Hv]
-  std::string decay = s.node("Unsqueeze", {s.node("Exp", {gIn}), s.i64({2, 3})});
+  std::string decay =
+      s.node("Unsqueeze", {s.node("Exp", {gIn}), s.i64({2, 3})});
   std::string s1 = s.node("Mul", {sIn, decay});
   std::string kRow = s.node("Unsqueeze", {kIn, s.i64({2})}); // [B, Hv, 1, dk]
   std::string mem = s.node("MatMul", {kRow, s1});            // [B, Hv, 1, dv]
   std::string delta = s.node(
       "Mul", {s.node("Sub", {s.node("Unsqueeze", {vIn, s.i64({2})}), mem}),
               s.node("Unsqueeze", {bIn, s.i64({2, 3})})});
-  std::string kCol = s.node("Transpose", {kRow}, {OnnxAttr::list("perm", {0, 1, 3, 2})});
+  std::string kCol =
+      s.node("Transpose", {kRow}, {OnnxAttr::list("perm", {0, 1, 3, 2})});
   std::string s2 = s.node("Add", {s1, s.node("MatMul", {kCol, delta})});
-  std::string o = s.node(
-      "Squeeze", {s.node("MatMul", {s.node("Unsqueeze", {qIn, s.i64({2})}), s2}),
-                  s.i64({2})}); // [B, Hv, dv]
+  std::string o =
+      s.node("Squeeze",
+             {s.node("MatMul", {s.node("Unsqueeze", {qIn, s.i64({2})}), s2}),
+              s.i64({2})}); // [B, Hv, dv]
   std::string sOut = s.fresh("state_out"), oOut = s.fresh("o");
   s.nodeNamed("Identity", {s2}, sOut);
   s.nodeNamed("Identity", {o}, oOut);
   addOutput(body, sOut, kF32);
   addOutput(body, oOut, kF32);
 
-  std::vector<std::string> outs = b.nodeN(
-      "Scan", {state, q, k, v, g, beta},
-      {OnnxAttr::graph("body", std::move(body)),
-       OnnxAttr::integer("num_scan_inputs", 5),
-       OnnxAttr::list("scan_input_axes", {1, 1, 1, 1, 1}),
-       OnnxAttr::list("scan_output_axes", {1})},
-      2, "delta_rule");
+  std::vector<std::string> outs =
+      b.nodeN("Scan", {state, q, k, v, g, beta},
+              {OnnxAttr::graph("body", std::move(body)),
+               OnnxAttr::integer("num_scan_inputs", 5),
+               OnnxAttr::list("scan_input_axes", {1, 1, 1, 1, 1}),
+               OnnxAttr::list("scan_output_axes", {1})},
+              2, "delta_rule");
   def(op.getResult(0), narrow(outs[1])); // [B, S, Hv, dv]
   if (op.getNumResults() > 1)
     def(op.getResult(1), outs[0]);
@@ -203,7 +213,8 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
   };
   std::string kv = f32(op.getOperand(0)), gate = f32(op.getOperand(1));
   std::string ape = f32(op.getOperand(2));
-  std::string cur = b.node("Concat", {kv, gate}, {OnnxAttr::integer("axis", -1)});
+  std::string cur =
+      b.node("Concat", {kv, gate}, {OnnxAttr::integer("axis", -1)});
   std::string shape = b.node("Shape", {kv});
   std::string batch = b.node("Slice", {shape, b.i64({0}), b.i64({1})});
   std::string seq = b.node("Slice", {shape, b.i64({1}), b.i64({2})});
@@ -216,7 +227,8 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
                    {b.node("Concat", {batch, b.i64({window - 1, 2 * channels})},
                            {OnnxAttr::integer("axis", 0)})});
   }
-  std::string full = b.node("Concat", {state, cur}, {OnnxAttr::integer("axis", 1)});
+  std::string full =
+      b.node("Concat", {state, cur}, {OnnxAttr::integer("axis", 1)});
   if (op.getNumResults() > 2)
     def(op.getResult(2), b.node("Slice", {full, b.i64({-(window - 1)}),
                                           b.i64({INT64_MAX}), b.i64({1})}));
@@ -225,17 +237,19 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
   std::string seqS = b.node("Squeeze", {seq, b.i64({0})});
   std::string r, closing, valid;
   auto closes = [&](const std::string &count) {
-    return b.node("Equal", {b.node("Mod", {count, b.i64Scalar(ratio)}),
-                            b.i64Scalar(0)});
+    return b.node("Equal",
+                  {b.node("Mod", {count, b.i64Scalar(ratio)}), b.i64Scalar(0)});
   };
   if (op.getBool("masked")) {
     std::string mask = in(op.operands.back()); // [B, T]
-    std::string isReal = b.node("Cast", {mask}, {OnnxAttr::integer(
-                                                     "to", onnx::TensorProto_DataType_BOOL)});
+    std::string isReal =
+        b.node("Cast", {mask},
+               {OnnxAttr::integer("to", onnx::TensorProto_DataType_BOOL)});
     std::string count = b.node("CumSum", {mask, b.i64Scalar(1)});
     valid = b.node("And", {isReal, closes(count)});
     std::string negS = b.node("Neg", {seq});
-    std::string countNew = b.node("Slice", {count, negS, b.i64({INT64_MAX}), b.i64({1})});
+    std::string countNew =
+        b.node("Slice", {count, negS, b.i64({INT64_MAX}), b.i64({1})});
     r = b.node("Sub", {countNew, b.i64Scalar(1)});
     closing = b.node("Slice", {valid, negS, b.i64({INT64_MAX}), b.i64({1})});
   } else {
@@ -251,15 +265,20 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
   // Windows: new token t reads full[t .. t + W - 1] (its W - 1 predecessors
   // and itself).
   std::string idx = b.node(
-      "Add", {b.node("Unsqueeze", {b.node("Range", {b.i64Scalar(0), seqS, b.i64Scalar(1)}),
-                                   b.i64({1})}),
-              b.node("Unsqueeze", {b.node("Range", {b.i64Scalar(0), b.i64Scalar(window),
-                                                    b.i64Scalar(1)}),
-                                   b.i64({0})})}); // [S, W]
-  std::string win = b.node("Gather", {full, idx}, {OnnxAttr::integer("axis", 1)});
-  std::string kvW = b.node("Slice", {win, b.i64({0}), b.i64({channels}), b.i64({3})});
-  std::string gW = b.node("Slice", {win, b.i64({channels}), b.i64({2 * channels}),
-                                    b.i64({3})}); // [B, S, W, C]
+      "Add", {b.node("Unsqueeze",
+                     {b.node("Range", {b.i64Scalar(0), seqS, b.i64Scalar(1)}),
+                      b.i64({1})}),
+              b.node("Unsqueeze",
+                     {b.node("Range", {b.i64Scalar(0), b.i64Scalar(window),
+                                       b.i64Scalar(1)}),
+                      b.i64({0})})}); // [S, W]
+  std::string win =
+      b.node("Gather", {full, idx}, {OnnxAttr::integer("axis", 1)});
+  std::string kvW =
+      b.node("Slice", {win, b.i64({0}), b.i64({channels}), b.i64({3})});
+  std::string gW =
+      b.node("Slice", {win, b.i64({channels}), b.i64({2 * channels}),
+                       b.i64({3})}); // [B, S, W, C]
   std::string values, gates;
   if (overlap) {
     int64_t d = channels / 2;
@@ -276,8 +295,9 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
     std::string hasPrev = b.node(
         "Unsqueeze", {b.node("GreaterOrEqual", {r, b.i64Scalar(2 * ratio - 1)}),
                       b.i64({-1, -2})});
-    gA = b.node("Where", {hasPrev, gA,
-                          b.f32Scalar(-std::numeric_limits<float>::infinity())});
+    gA =
+        b.node("Where", {hasPrev, gA,
+                         b.f32Scalar(-std::numeric_limits<float>::infinity())});
     values = b.node("Concat", {part(kvW, 0, 0), part(kvW, ratio, d)},
                     {OnnxAttr::integer("axis", 2)});
     gates = b.node("Concat", {gA, gB}, {OnnxAttr::integer("axis", 2)});
@@ -286,13 +306,16 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
     gates = b.node("Add", {gW, ape});
   }
   std::string p = b.node("Softmax", {gates}, {OnnxAttr::integer("axis", 2)});
-  std::string pooled = b.node("ReduceSum", {b.node("Mul", {p, values}), b.i64({2})},
-                              {OnnxAttr::integer("keepdims", 0)}); // [B, S, d]
-  std::string entries = b.node("Where", {b.node("Unsqueeze", {closing, b.i64({-1})}),
-                                         pooled, b.f32Scalar(0.0f)});
-  def(op.getResult(0), kt.dtype == ir::DType::F32
-                           ? entries
-                           : castTo(entries, onnxDType(ir::dtypeName(kt.dtype))));
+  std::string pooled =
+      b.node("ReduceSum", {b.node("Mul", {p, values}), b.i64({2})},
+             {OnnxAttr::integer("keepdims", 0)}); // [B, S, d]
+  std::string entries =
+      b.node("Where", {b.node("Unsqueeze", {closing, b.i64({-1})}), pooled,
+                       b.f32Scalar(0.0f)});
+  def(op.getResult(0),
+      kt.dtype == ir::DType::F32
+          ? entries
+          : castTo(entries, onnxDType(ir::dtypeName(kt.dtype))));
   return true;
 }
 

@@ -28,9 +28,10 @@ bool OnnxLowering::lowerReduce(const ir::Op &op) {
     std::string c = widen(in(x));
     std::string eps = b.f32Scalar(static_cast<float>(op.getFloat("eps")));
     auto normalize = [&](int64_t axis) {
-      c = b.node("Div", {c, b.node("Add", {b.node("ReduceSum", {c, b.i64({axis})},
-                                                  {OnnxAttr::integer("keepdims", 1)}),
-                                           eps})});
+      c = b.node("Div",
+                 {c, b.node("Add", {b.node("ReduceSum", {c, b.i64({axis})},
+                                           {OnnxAttr::integer("keepdims", 1)}),
+                                    eps})});
     };
     normalize(-2);
     for (int64_t i = 1; i < op.getInt("iters"); ++i) {
@@ -47,8 +48,9 @@ bool OnnxLowering::lowerReduce(const ir::Op &op) {
     y = b.node("ReduceSum", {widen(in(x)), b.i64(axes)},
                {OnnxAttr::integer("keepdims", keep)});
   else // opset 17: ReduceMean takes its axes as an attribute
-    y = b.node("ReduceMean", {widen(in(x))},
-               {OnnxAttr::list("axes", axes), OnnxAttr::integer("keepdims", keep)});
+    y = b.node(
+        "ReduceMean", {widen(in(x))},
+        {OnnxAttr::list("axes", axes), OnnxAttr::integer("keepdims", keep)});
   def(op.getResult(), x->type.dtype == ir::DType::F32
                           ? y
                           : castTo(y, onnxDType(ir::dtypeName(x->type.dtype))));
@@ -57,8 +59,9 @@ bool OnnxLowering::lowerReduce(const ir::Op &op) {
 
 bool OnnxLowering::lowerTopkMask(const ir::Op &op) {
   constexpr int32_t kBool = onnx::TensorProto_DataType_BOOL;
-  std::string scores = b.node("Cast", {in(op.getOperand(0))},
-                              {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)});
+  std::string scores =
+      b.node("Cast", {in(op.getOperand(0))},
+             {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)});
   std::string shape = b.node("Shape", {scores});
   std::string t = b.node("Slice", {shape, b.i64({2}), b.i64({3})}); // [1]
   std::string s = b.node("Slice", {shape, b.i64({1}), b.i64({2})});
@@ -73,14 +76,16 @@ bool OnnxLowering::lowerTopkMask(const ir::Op &op) {
                                      b.node("Unsqueeze", {qpos, b.i64({1})})});
   }
   if (op.getBool("valid")) {
-    std::string v = b.node("Unsqueeze", {b.node("Cast", {in(op.getOperand(1))},
-                                                {OnnxAttr::integer("to", kBool)}),
-                                         b.i64({1})}); // [B, 1, T]
+    std::string v =
+        b.node("Unsqueeze", {b.node("Cast", {in(op.getOperand(1))},
+                                    {OnnxAttr::integer("to", kBool)}),
+                             b.i64({1})}); // [B, 1, T]
     allowed = allowed.empty() ? v : b.node("And", {allowed, v});
   }
   if (!allowed.empty())
-    scores = b.node("Where", {allowed, scores,
-                              b.f32Scalar(-std::numeric_limits<float>::infinity())});
+    scores =
+        b.node("Where", {allowed, scores,
+                         b.f32Scalar(-std::numeric_limits<float>::infinity())});
   std::string k = b.node("Min", {b.i64({op.getInt("k")}), t});
   std::vector<std::string> top =
       b.nodeN("TopK", {scores, k},
@@ -89,11 +94,14 @@ bool OnnxLowering::lowerTopkMask(const ir::Op &op) {
               2);
   // Mark the picks: a [B, S, T] grid of zeros with ones scattered in.
   std::string zeros = b.node("ConstantOfShape", {shape}); // float32 zeros
-  std::string ones = b.node("Expand", {b.f32Scalar(1.0f), b.node("Shape", {top[1]})});
-  std::string picked = b.node("Cast", {b.node("ScatterElements", {zeros, top[1], ones},
-                                              {OnnxAttr::integer("axis", -1)})},
+  std::string ones =
+      b.node("Expand", {b.f32Scalar(1.0f), b.node("Shape", {top[1]})});
+  std::string picked = b.node("Cast",
+                              {b.node("ScatterElements", {zeros, top[1], ones},
+                                      {OnnxAttr::integer("axis", -1)})},
                               {OnnxAttr::integer("to", kBool)});
-  def(op.getResult(), allowed.empty() ? picked : b.node("And", {picked, allowed}));
+  def(op.getResult(),
+      allowed.empty() ? picked : b.node("And", {picked, allowed}));
   return true;
 }
 

@@ -38,10 +38,11 @@ std::string GraphBuilder::fresh(const std::string &hint) {
          std::to_string(counter++);
 }
 
-std::vector<std::string> GraphBuilder::nodeN(
-    const std::string &op, const std::vector<std::string> &inputs,
-    const std::vector<OnnxAttr> &attrs, size_t outputs,
-    const std::string &hint) {
+std::vector<std::string>
+GraphBuilder::nodeN(const std::string &op,
+                    const std::vector<std::string> &inputs,
+                    const std::vector<OnnxAttr> &attrs, size_t outputs,
+                    const std::string &hint) {
   onnx::NodeProto *n = graph.add_node();
   n->set_op_type(op);
   std::string base = fresh(hint.empty() ? op : hint);

@@ -81,7 +81,8 @@ public:
                                  const std::vector<OnnxAttr> &attrs,
                                  size_t outputs, const std::string &hint = "");
   /// Adds a single-output node.
-  std::string node(const std::string &op, const std::vector<std::string> &inputs,
+  std::string node(const std::string &op,
+                   const std::vector<std::string> &inputs,
                    const std::vector<OnnxAttr> &attrs = {},
                    const std::string &hint = "");
   /// Adds a node whose (single) output has a given name.

@@ -37,8 +37,10 @@ namespace {
 class TempDir {
 public:
   bool create(const fs::path &near, DiagnosticEngine &diags) {
-    fs::path dir = near.parent_path().empty() ? fs::path(".") : near.parent_path();
-    std::string tmpl = (dir / ("." + near.filename().string() + ".tmp-XXXXXX")).string();
+    fs::path dir =
+        near.parent_path().empty() ? fs::path(".") : near.parent_path();
+    std::string tmpl =
+        (dir / ("." + near.filename().string() + ".tmp-XXXXXX")).string();
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');
     if (!mkdtemp(buf.data())) {
@@ -68,11 +70,12 @@ bool checkModel(const std::string &modelDir, onnx::ModelProto &model,
     onnx::checker::check_model(model, ctx);
     onnx::ShapeInferenceOptions opts(/*check_type=*/true, /*strict=*/1,
                                      /*data_prop=*/false);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       opts);
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), opts);
   } catch (const std::exception &e) {
-    diags.error(SourceRange(), "internal error: the emitted ONNX model is "
-                               "invalid: {}",
+    diags.error(SourceRange(),
+                "internal error: the emitted ONNX model is "
+                "invalid: {}",
                 e.what());
     return false;
   }
@@ -136,8 +139,9 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   bool embed = opts.embedWeights && !opts.text;
   if (embed) {
     if (plan.totalBytes() > (uint64_t(2) << 30) - (uint64_t(64) << 20)) {
-      diags.error(SourceRange(), "--embed-weights: {} bytes of weights do not "
-                                 "fit in one protobuf (2 GiB limit)",
+      diags.error(SourceRange(),
+                  "--embed-weights: {} bytes of weights do not "
+                  "fit in one protobuf (2 GiB limit)",
                   plan.totalBytes());
       return false;
     }
@@ -169,18 +173,18 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
       for (int64_t d : init.dims())
         tt->mutable_shape()->add_dim()->set_dim_value(d);
     }
-    textOut << "<ir_version: " << model.ir_version() << ", opset_import: [\"\" : "
-            << kOnnxOpset << "], producer_name: \"archc\">\n";
+    textOut << "<ir_version: " << model.ir_version()
+            << ", opset_import: [\"\" : " << kOnnxOpset
+            << "], producer_name: \"archc\">\n";
     textOut << printed << "\n";
     return true;
   }
 
   if (opts.genaiConfig) {
     static const nlohmann::json empty = nlohmann::json::object();
-    if (!writeGenaiConfig(m, opts.config ? *opts.config : empty,
-                          target.filename().string(),
-                          (tmp.path / "genai_config.json").string(),
-                          opts.kvCache, diags))
+    if (!writeGenaiConfig(
+            m, opts.config ? *opts.config : empty, target.filename().string(),
+            (tmp.path / "genai_config.json").string(), opts.kvCache, diags))
       return false;
   }
 

@@ -22,8 +22,8 @@
 namespace archc {
 
 struct OnnxEmitOptions {
-  std::string output;       ///< model path (-o); empty for text
-  std::string weights;      ///< checkpoint path, or empty
+  std::string output;        ///< model path (-o); empty for text
+  std::string weights;       ///< checkpoint path, or empty
   std::string init = "none"; ///< none | random | zeros (without weights)
   uint64_t seed = 0;
   bool embedWeights = false;
@@ -40,9 +40,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
 
 /// Writes onnxruntime-genai's genai_config.json for the model.
 bool writeGenaiConfig(const ir::Module &m, const nlohmann::json &config,
-                      const std::string &modelFile,
-                      const std::string &path, bool kvCache,
-                      DiagnosticEngine &diags);
+                      const std::string &modelFile, const std::string &path,
+                      bool kvCache, DiagnosticEngine &diags);
 
 } // namespace archc
 

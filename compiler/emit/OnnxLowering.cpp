@@ -32,12 +32,13 @@ OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
       act(onnxDType(ir::dtypeName(m.activationDType))) {}
 
 bool OnnxLowering::fail(const ir::Op &op, const std::string &msg) {
-  Diagnostic &d = diags.error(op.getLoc().range,
-                              fmt::format("cannot lower '{}' to ONNX: {}",
-                                          op.getMnemonic(), msg));
+  Diagnostic &d = diags.error(
+      op.getLoc().range,
+      fmt::format("cannot lower '{}' to ONNX: {}", op.getMnemonic(), msg));
   for (const ir::InlineFrame *f = op.getLoc().inlinedAt.get(); f;
        f = f->parent.get())
-    d.notes.push_back({f->callSite, "in call to '" + f->callee + "' from here"});
+    d.notes.push_back(
+        {f->callSite, "in call to '" + f->callee + "' from here"});
   return false;
 }
 
@@ -80,7 +81,8 @@ void OnnxLowering::registerSymbols(const std::string &tensor,
     const ir::SymExpr &d = t.dims[i];
     if (d.isConstant())
       continue;
-    bool single = d.symbols().size() == 1 && ir::SymExpr::symbol(d.symbols()[0]) == d;
+    bool single =
+        d.symbols().size() == 1 && ir::SymExpr::symbol(d.symbols()[0]) == d;
     std::string key = single ? d.symbols()[0] : d.str();
     auto &slot = single ? symbols[key] : exprSources[key];
     if (!slot.empty())
@@ -166,8 +168,9 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
     if (expert >= 0)
       name = ir::instantiatePattern(name, -1, expert);
     if (name.find('{') != std::string::npos)
-      return fail(op, "weight '" + name + "' still has a placeholder (run "
-                      "expand-repeat first)");
+      return fail(op, "weight '" + name +
+                          "' still has a placeholder (run "
+                          "expand-repeat first)");
     def(op.getResult(), weights.use(name, op.getResult()->type));
     return true;
   }
@@ -256,12 +259,11 @@ bool OnnxLowering::run() {
   // Model outputs (logits) first, then the state outputs, as Optimum and
   // onnxruntime-genai order them.
   auto *outs = b.proto().mutable_output();
-  std::stable_partition(outs->begin(), outs->end(),
-                        [&](const onnx::ValueInfoProto &v) {
-                          const auto &names = module.graph.outputNames;
-                          return std::find(names.begin(), names.end(),
-                                           v.name()) != names.end();
-                        });
+  std::stable_partition(
+      outs->begin(), outs->end(), [&](const onnx::ValueInfoProto &v) {
+        const auto &names = module.graph.outputNames;
+        return std::find(names.begin(), names.end(), v.name()) != names.end();
+      });
   return true;
 }
 

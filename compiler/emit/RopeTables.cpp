@@ -177,11 +177,11 @@ bool computeRope(const ir::Op &op, int64_t headDim, RopeTables &out,
     if (lo == hi)
       hi += 0.001;
     for (size_t i = 0; i < half; ++i) {
-      double posFreq = std::pow(base, static_cast<double>(2 * i) /
-                                          static_cast<double>(dim));
+      double posFreq =
+          std::pow(base, static_cast<double>(2 * i) / static_cast<double>(dim));
       double extrap = 1.0 / posFreq, interp = 1.0 / (factor * posFreq);
-      double ramp = std::clamp((static_cast<double>(i) - lo) / (hi - lo),
-                               0.0, 1.0);
+      double ramp =
+          std::clamp((static_cast<double>(i) - lo) / (hi - lo), 0.0, 1.0);
       double extrapFactor = 1 - ramp;
       inv[i] = interp * (1 - extrapFactor) + extrap * extrapFactor;
     }
@@ -201,15 +201,14 @@ bool computeRope(const ir::Op &op, int64_t headDim, RopeTables &out,
       factor = orig > 0 ? static_cast<double>(maxPos) / orig : 1.0;
     double attn;
     if (!number(sc, "attention_factor", attn))
-      attn = factor <= 1.0
-                 ? 1.0
-                 : std::sqrt(1 + std::log(factor) / std::log(orig));
+      attn = factor <= 1.0 ? 1.0
+                           : std::sqrt(1 + std::log(factor) / std::log(orig));
     out.attentionFactor = attn;
     out.originalMax = static_cast<int64_t>(orig);
     out.invFreqLong.resize(half);
     for (size_t i = 0; i < half; ++i) {
-      double p = std::pow(base, static_cast<double>(2 * i) /
-                                    static_cast<double>(dim));
+      double p =
+          std::pow(base, static_cast<double>(2 * i) / static_cast<double>(dim));
       out.invFreqLong[i] = static_cast<float>(1.0 / (longF[i] * p));
       inv[i] = 1.0 / (shortF[i] * p);
     }

@@ -72,9 +72,9 @@ const char *stDTypeName(StDType t) {
 
 static bool parseStDType(const std::string &s, StDType &out) {
   static const std::map<std::string, StDType> names = {
-      {"F64", StDType::F64}, {"F32", StDType::F32},   {"F16", StDType::F16},
+      {"F64", StDType::F64},   {"F32", StDType::F32}, {"F16", StDType::F16},
       {"BF16", StDType::BF16}, {"I64", StDType::I64}, {"I32", StDType::I32},
-      {"I16", StDType::I16}, {"I8", StDType::I8},     {"U8", StDType::U8},
+      {"I16", StDType::I16},   {"I8", StDType::I8},   {"U8", StDType::U8},
       {"BOOL", StDType::Bool}};
   auto it = names.find(s);
   if (it == names.end())
@@ -133,8 +133,8 @@ void MappedFile::release(const uint8_t *begin, uint64_t bytes) const {
 }
 
 bool parseSafetensorsHeader(const uint8_t *data, uint64_t size,
-                            const std::string &path,
-                            std::vector<StTensor> &out, std::string &error) {
+                            const std::string &path, std::vector<StTensor> &out,
+                            std::string &error) {
   if (size < 8) {
     error = "file is too short to be safetensors (" + std::to_string(size) +
             " bytes; the 8-byte header length is missing)";
@@ -145,7 +145,8 @@ bool parseSafetensorsHeader(const uint8_t *data, uint64_t size,
     n = (n << 8) | data[i];
   if (n > size - 8) {
     error = "header length " + std::to_string(n) + " exceeds the file (" +
-            std::to_string(size) + " bytes): the file is truncated or not "
+            std::to_string(size) +
+            " bytes): the file is truncated or not "
             "safetensors";
     return false;
   }
@@ -180,7 +181,8 @@ bool parseSafetensorsHeader(const uint8_t *data, uint64_t size,
     if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
         !v.contains("data_offsets"))
       return fail("needs dtype, shape and data_offsets");
-    if (!v["dtype"].is_string() || !parseStDType(v["dtype"].get<std::string>(), t.dtype))
+    if (!v["dtype"].is_string() ||
+        !parseStDType(v["dtype"].get<std::string>(), t.dtype))
       return fail("unsupported dtype " + v["dtype"].dump());
     if (!v["shape"].is_array())
       return fail("shape is not a list");
@@ -204,11 +206,14 @@ bool parseSafetensorsHeader(const uint8_t *data, uint64_t size,
     if (e > dataSize)
       return fail("data ends at byte " + std::to_string(e) +
                   " of the data section but the file only has " +
-                  std::to_string(dataSize) + " data bytes: the file is "
+                  std::to_string(dataSize) +
+                  " data bytes: the file is "
                   "truncated");
     if (e - b != numel * stDTypeSize(t.dtype))
-      return fail("holds " + std::to_string(e - b) + " bytes but shape and "
-                  "dtype need " + std::to_string(numel * stDTypeSize(t.dtype)));
+      return fail("holds " + std::to_string(e - b) +
+                  " bytes but shape and "
+                  "dtype need " +
+                  std::to_string(numel * stDTypeSize(t.dtype)));
     t.data = base + b;
     t.size = e - b;
     ranges.emplace_back(b, e);
@@ -243,8 +248,9 @@ bool Checkpoint::openFile(const std::string &path, DiagnosticEngine &diags) {
     std::string name = t.name;
     auto [it, inserted] = byName.emplace(name, std::move(t));
     if (!inserted) {
-      diags.error(SourceRange(), "tensor '{}' appears in two checkpoint files "
-                                 "('{}' and '{}')",
+      diags.error(SourceRange(),
+                  "tensor '{}' appears in two checkpoint files "
+                  "('{}' and '{}')",
                   name, mapped[it->second.file]->path(), path);
       return false;
     }
@@ -272,8 +278,9 @@ bool Checkpoint::openIndex(const std::string &path, DiagnosticEngine &diags) {
   for (auto it = index["weight_map"].begin(); it != index["weight_map"].end();
        ++it) {
     if (!it.value().is_string()) {
-      diags.error(SourceRange(), "invalid checkpoint index '{}': entry '{}' "
-                                 "is not a file name",
+      diags.error(SourceRange(),
+                  "invalid checkpoint index '{}': entry '{}' "
+                  "is not a file name",
                   path, it.key());
       return false;
     }
@@ -291,8 +298,9 @@ bool Checkpoint::openIndex(const std::string &path, DiagnosticEngine &diags) {
     const StTensor *t = find(it.key());
     std::string shard = it.value().get<std::string>();
     if (!t || fs::path(mapped[t->file]->path()).filename() != shard) {
-      diags.error(SourceRange(), "checkpoint index '{}' lists '{}' in '{}' "
-                                 "but that shard does not hold it",
+      diags.error(SourceRange(),
+                  "checkpoint index '{}' lists '{}' in '{}' "
+                  "but that shard does not hold it",
                   path, it.key(), shard);
       return false;
     }
@@ -309,8 +317,9 @@ bool Checkpoint::open(const std::string &path, DiagnosticEngine &diags) {
     fs::path single = fs::path(path) / "model.safetensors";
     if (fs::exists(single, ec))
       return openFile(single.string(), diags);
-    diags.error(SourceRange(), "no model.safetensors or "
-                               "model.safetensors.index.json in '{}'",
+    diags.error(SourceRange(),
+                "no model.safetensors or "
+                "model.safetensors.index.json in '{}'",
                 path);
     return false;
   }

@@ -77,8 +77,8 @@ private:
 
 /// Reads one safetensors header; used by tests and tools.
 bool parseSafetensorsHeader(const uint8_t *data, uint64_t size,
-                            const std::string &path,
-                            std::vector<StTensor> &out, std::string &error);
+                            const std::string &path, std::vector<StTensor> &out,
+                            std::string &error);
 
 } // namespace archc
 

@@ -205,8 +205,8 @@ bool WeightPlan::validate(DiagnosticEngine &diags,
   bool ok = true;
   if (!missing.empty()) {
     diags.error(SourceRange(), "{} weight tensor{} missing from '{}':{}",
-                missing.size(), missing.size() == 1 ? " is" : "s are",
-                ckptPath, list(missing));
+                missing.size(), missing.size() == 1 ? " is" : "s are", ckptPath,
+                list(missing));
     ok = false;
   }
   if (!misshaped.empty()) {
@@ -216,8 +216,9 @@ bool WeightPlan::validate(DiagnosticEngine &diags,
     ok = false;
   }
   if (!badType.empty()) {
-    diags.error(SourceRange(), "{} weight tensor{} an unconvertible dtype in "
-                               "'{}':{}",
+    diags.error(SourceRange(),
+                "{} weight tensor{} an unconvertible dtype in "
+                "'{}':{}",
                 badType.size(), badType.size() == 1 ? " has" : "s have",
                 ckptPath, list(badType));
     ok = false;
@@ -248,15 +249,14 @@ bool WeightPlan::produce(const Entry &e, DiagnosticEngine &diags,
     uint8_t *out = buf.data();
     if (src) {
       const uint8_t *in = src->data + start * inSize;
-      bool same = wantFloat
-                      ? (src->dtype == StDType::F32 &&
-                         e.type.dtype == ir::DType::F32) ||
-                            (src->dtype == StDType::F16 &&
-                             e.type.dtype == ir::DType::F16) ||
-                            (src->dtype == StDType::BF16 &&
-                             e.type.dtype == ir::DType::BF16)
-                      : (src->dtype == StDType::I64 &&
-                         e.type.dtype == ir::DType::I64);
+      bool same = wantFloat ? (src->dtype == StDType::F32 &&
+                               e.type.dtype == ir::DType::F32) ||
+                                  (src->dtype == StDType::F16 &&
+                                   e.type.dtype == ir::DType::F16) ||
+                                  (src->dtype == StDType::BF16 &&
+                                   e.type.dtype == ir::DType::BF16)
+                            : (src->dtype == StDType::I64 &&
+                               e.type.dtype == ir::DType::I64);
       if (same)
         std::memcpy(out, in, count * outSize);
       else if (wantFloat)

@@ -185,8 +185,7 @@ struct UnaryExpr : Expr {
 };
 
 struct BinaryExpr : Expr {
-  BinaryExpr(SourceRange r, BinaryOp o, ExprPtr l, ExprPtr rr,
-             SourceRange opr)
+  BinaryExpr(SourceRange r, BinaryOp o, ExprPtr l, ExprPtr rr, SourceRange opr)
       : Expr(Kind::Binary, r), op(o), lhs(std::move(l)), rhs(std::move(rr)),
         opRange(opr) {}
   BinaryOp op;
@@ -198,8 +197,8 @@ struct BinaryExpr : Expr {
 /// `a in b` / `a not in b`: membership in a list or dict (keys).
 struct InExpr : Expr {
   InExpr(SourceRange r, ExprPtr l, ExprPtr rr, bool neg)
-      : Expr(Kind::In, r), lhs(std::move(l)), rhs(std::move(rr)),
-        negated(neg) {}
+      : Expr(Kind::In, r), lhs(std::move(l)), rhs(std::move(rr)), negated(neg) {
+  }
   ExprPtr lhs, rhs;
   bool negated;
   ARCHC_EXPR_CLASSOF(In)
@@ -330,7 +329,7 @@ struct ConfigEntry {
   enum class Kind { Field, Let, Check };
   Kind kind;
   SourceRange range;
-  std::string name;              ///< Field/Let
+  std::string name; ///< Field/Let
   SourceRange nameRange;
   std::unique_ptr<TypeRef> type; ///< Field (required) / Let (optional)
   ExprPtr value;                 ///< default (Field), value (Let), cond (Check)

@@ -20,8 +20,8 @@ std::vector<LexedToken> lexArchWithGeneratedLexer(const std::string &text) {
   std::vector<LexedToken> out;
   while (true) {
     auto t = lexer.nextToken();
-    out.push_back({t->getType(), t->getText(), t->getLine(),
-                   t->getCharPositionInLine()});
+    out.push_back(
+        {t->getType(), t->getText(), t->getLine(), t->getCharPositionInLine()});
     if (t->getType() == antlr4::Token::EOF)
       return out;
   }

@@ -16,9 +16,9 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <map>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 
 namespace archc {
 namespace {
@@ -58,7 +58,8 @@ public:
     }
     if (chars < charCol)
       byte += charCol - chars;
-    return {fileId, static_cast<uint32_t>(line), static_cast<uint32_t>(byte + 1)};
+    return {fileId, static_cast<uint32_t>(line),
+            static_cast<uint32_t>(byte + 1)};
   }
 
   SourceLoc begin(antlr4::Token *t) const {
@@ -75,9 +76,7 @@ public:
         ++len;
     return loc(t->getLine(), t->getCharPositionInLine() + len);
   }
-  SourceRange range(antlr4::Token *t) const {
-    return {begin(t), end(t)};
-  }
+  SourceRange range(antlr4::Token *t) const { return {begin(t), end(t)}; }
   SourceRange range(antlr4::ParserRuleContext *ctx) const {
     antlr4::Token *stop = ctx->getStop() ? ctx->getStop() : ctx->getStart();
     if (stop->getTokenIndex() < ctx->getStart()->getTokenIndex())
@@ -216,12 +215,14 @@ private:
       if (isIdentStart(body[0]))
         t.literals[body] = i;
       else
-        t.punctuation[static_cast<unsigned char>(body[0])].emplace_back(body, i);
+        t.punctuation[static_cast<unsigned char>(body[0])].emplace_back(body,
+                                                                        i);
     }
     for (auto &list : t.punctuation)
-      std::stable_sort(list.begin(), list.end(), [](const auto &a, const auto &b) {
-        return a.first.size() > b.first.size();
-      });
+      std::stable_sort(list.begin(), list.end(),
+                       [](const auto &a, const auto &b) {
+                         return a.first.size() > b.first.size();
+                       });
     return t;
   }
 
@@ -293,10 +294,9 @@ private:
       digits();
       isFloat = true;
     }
-    return make(static_cast<size_t>(isFloat ? ArchParser::FLOAT
-                                            : ArchParser::INT),
-                start, pos,
-                std::string(text.substr(start, pos - start)), l, c);
+    return make(
+        static_cast<size_t>(isFloat ? ArchParser::FLOAT : ArchParser::INT),
+        start, pos, std::string(text.substr(start, pos - start)), l, c);
   }
 
   std::unique_ptr<antlr4::Token> string(size_t start, size_t l, size_t c) {
@@ -520,7 +520,8 @@ private:
     return def;
   }
 
-  std::unique_ptr<ast::ModelDecl> buildModel(ArchParser::ModelDeclContext *ctx) {
+  std::unique_ptr<ast::ModelDecl>
+  buildModel(ArchParser::ModelDeclContext *ctx) {
     auto model = std::make_unique<ast::ModelDecl>();
     model->range = m.range(ctx);
     if (auto *inputs = ctx->inputList()) {
@@ -700,13 +701,15 @@ private:
 
   ast::ExprPtr buildChain(ArchParser::ChainContext *ctx) {
     if (ctx->children.size() == 1)
-      return buildUnary(static_cast<ArchParser::UnaryContext *>(ctx->children[0]));
+      return buildUnary(
+          static_cast<ArchParser::UnaryContext *>(ctx->children[0]));
     std::vector<ast::ExprPtr> operands;
     std::vector<ChainOp> ops;
     for (size_t i = 0; i < ctx->children.size(); ++i) {
       auto *rule = static_cast<antlr4::ParserRuleContext *>(ctx->children[i]);
       if (i % 2 == 0) {
-        operands.push_back(buildUnary(static_cast<ArchParser::UnaryContext *>(rule)));
+        operands.push_back(
+            buildUnary(static_cast<ArchParser::UnaryContext *>(rule)));
         continue;
       }
       // binaryOp: one token, or `not in`.
@@ -758,7 +761,8 @@ private:
                                                           : ast::UnaryOp::Not;
       return std::make_unique<ast::UnaryExpr>(
           m.range(ctx), op,
-          buildUnary(static_cast<ArchParser::UnaryContext *>(ctx->children[1])));
+          buildUnary(
+              static_cast<ArchParser::UnaryContext *>(ctx->children[1])));
     }
     return buildPostfix(
         static_cast<ArchParser::PostfixContext *>(ctx->children[0]));
@@ -774,9 +778,8 @@ private:
       std::string lead = op->getStart()->getText();
       if (lead == ".") {
         auto *mem = static_cast<ArchParser::MemberOpContext *>(op);
-        e = std::make_unique<ast::MemberExpr>(r, std::move(e),
-                                              mem->member->getText(),
-                                              m.range(mem->member));
+        e = std::make_unique<ast::MemberExpr>(
+            r, std::move(e), mem->member->getText(), m.range(mem->member));
       } else if (lead == "(") {
         auto *call = static_cast<ArchParser::CallOpContext *>(op);
         std::vector<ast::Arg> args;
@@ -851,7 +854,8 @@ private:
       break;
     }
     if (start->getText() == "(")
-      return buildExpr(static_cast<ArchParser::ParenExprContext *>(ctx)->expr());
+      return buildExpr(
+          static_cast<ArchParser::ParenExprContext *>(ctx)->expr());
     std::vector<ast::ExprPtr> elems;
     for (auto *e : static_cast<ArchParser::ListLitContext *>(ctx)->expr())
       elems.push_back(buildExpr(e));
@@ -865,11 +869,11 @@ private:
 /// What checkNesting needs to know of a token type, computed once per type
 /// from the grammar's literal names.
 enum TokenClass : uint8_t {
-  kOpen = 1,       ///< ( [ {
-  kClose = 2,      ///< ) ] }
-  kPrefix = 4,     ///< - ! not (prefix when not after an operand)
-  kOperator = 8,   ///< binary/postfix operators
-  kReset = 16,     ///< ; { } = end an expression
+  kOpen = 1,        ///< ( [ {
+  kClose = 2,       ///< ) ] }
+  kPrefix = 4,      ///< - ! not (prefix when not after an operand)
+  kOperator = 8,    ///< binary/postfix operators
+  kReset = 16,      ///< ; { } = end an expression
   kEndsOperand = 32 ///< literals, names, ) ]
 };
 
@@ -878,9 +882,10 @@ const std::vector<uint8_t> &tokenClasses(const antlr4::dfa::Vocabulary &v) {
     std::vector<uint8_t> c(v.getMaxTokenType() + 1, 0);
     for (size_t type = 1; type < c.size(); ++type) {
       std::string lit = v.getLiteralName(type);
-      std::string t = lit.size() >= 2 && lit.front() == '\'' && lit.back() == '\''
-                          ? lit.substr(1, lit.size() - 2)
-                          : "";
+      std::string t =
+          lit.size() >= 2 && lit.front() == '\'' && lit.back() == '\''
+              ? lit.substr(1, lit.size() - 2)
+              : "";
       auto is = [&](std::initializer_list<const char *> set) {
         for (const char *x : set)
           if (t == x)
@@ -891,8 +896,8 @@ const std::vector<uint8_t> &tokenClasses(const antlr4::dfa::Vocabulary &v) {
       k |= is({"(", "[", "{"}) ? kOpen : 0;
       k |= is({")", "]", "}"}) ? kClose : 0;
       k |= is({"-", "!", "not"}) ? kPrefix : 0;
-      k |= is({"+", "-", "*", "/", "//", "%", "&&", "||", "==", "!=", "<",
-               ">", "<=", ">=", "?", "and", "or", ".", "@", "!", "not"})
+      k |= is({"+", "-",  "*",  "/", "//",  "%",  "&&", "||", "==", "!=", "<",
+               ">", "<=", ">=", "?", "and", "or", ".",  "@",  "!",  "not"})
                ? kOperator
                : 0;
       k |= is({";", "{", "}", "="}) ? kReset : 0;
@@ -960,8 +965,8 @@ std::vector<LexedToken> lexArch(const std::string &text) {
   std::vector<LexedToken> out;
   while (true) {
     auto t = lexer.nextToken();
-    out.push_back({t->getType(), t->getText(), t->getLine(),
-                   t->getCharPositionInLine()});
+    out.push_back(
+        {t->getType(), t->getText(), t->getLine(), t->getCharPositionInLine()});
     if (t->getType() == antlr4::Token::EOF)
       return out;
   }

@@ -69,8 +69,7 @@ bool Program::load(const std::string &path,
 
 bool Program::loadFile(const std::string &path, SourceRange importedAt,
                        const std::vector<std::string> &includeDirs,
-                       SourceMgr &sm, DiagnosticEngine &diags,
-                       unsigned depth) {
+                       SourceMgr &sm, DiagnosticEngine &diags, unsigned depth) {
   if (depth == 0) {
     std::error_code e2;
     loadedCanonical.insert(fs::weakly_canonical(path, e2).string());
@@ -128,10 +127,10 @@ bool Program::loadFile(const std::string &path, SourceRange importedAt,
       }
     if (found.empty()) {
       diags.error(imp.range, "cannot find imported file '{}'", imp.path)
-          .notes.push_back({SourceRange(),
-                            "searched next to the importing file, in -I "
-                            "directories and in " +
-                                bundledArchsDir()});
+          .notes.push_back(
+              {SourceRange(), "searched next to the importing file, in -I "
+                              "directories and in " +
+                                  bundledArchsDir()});
       ok = false;
       continue;
     }

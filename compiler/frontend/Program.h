@@ -13,8 +13,8 @@
 #include "support/Diagnostics.h"
 
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,8 +23,9 @@ namespace archc {
 class Program {
 public:
   /// Loads `path` and its imports. Returns false after reporting errors.
-  bool load(const std::string &path, const std::vector<std::string> &includeDirs,
-            SourceMgr &sm, DiagnosticEngine &diags);
+  bool load(const std::string &path,
+            const std::vector<std::string> &includeDirs, SourceMgr &sm,
+            DiagnosticEngine &diags);
 
   /// Chooses the arch to compile: the only one in the main file, or the one
   /// whose `matches` list names `architecture` (from config.json).

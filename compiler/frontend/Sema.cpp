@@ -16,8 +16,8 @@ namespace archc {
 
 bool isKnownTypeName(const std::string &n) {
   static const std::set<std::string> names = {
-      "int",  "float", "bool",  "string",   "list",
-      "dict", "tensor", "dim", "function", "any"};
+      "int",  "float",  "bool", "string",   "list",
+      "dict", "tensor", "dim",  "function", "any"};
   return names.count(n) != 0;
 }
 
@@ -124,8 +124,8 @@ private:
 
   void checkType(const ast::TypeRef &t) {
     if (!isKnownTypeName(t.name)) {
-      std::vector<std::string> known = {"int",  "float",  "bool", "string",
-                                        "list", "dict",   "tensor", "dim",
+      std::vector<std::string> known = {"int",      "float", "bool",   "string",
+                                        "list",     "dict",  "tensor", "dim",
                                         "function", "any"};
       auto &d = diags.error(t.range, "unknown type '{}'", t.name);
       if (auto s = suggestName(t.name, known))
@@ -217,8 +217,7 @@ private:
     collectBound(model.body, bound);
     for (const ast::Target &out : model.outputs)
       if (!bound.count(out.name) && !inputNames.count(out.name))
-        diags.error(out.range, "model output '{}' is never assigned",
-                    out.name);
+        diags.error(out.range, "model output '{}' is never assigned", out.name);
   }
 
   void checkBlock(const std::vector<ast::StmtPtr> &body, const Scope &scope) {
@@ -282,14 +281,16 @@ private:
           r = SourceRange(b, e);
       }
       if (name.empty() || !isIdentifier(name)) {
-        diags.error(r, "malformed placeholder '{{{}}}': expected '{{name}}' "
-                       "with a variable name",
+        diags.error(r,
+                    "malformed placeholder '{{{}}}': expected '{{name}}' "
+                    "with a variable name",
                     name);
         continue;
       }
       if (!scope.contains(name)) {
-        auto &d = diags.error(r, "placeholder '{{{}}}' does not name a "
-                                 "variable in scope",
+        auto &d = diags.error(r,
+                              "placeholder '{{{}}}' does not name a "
+                              "variable in scope",
                               name);
         if (name == "i" || name == "e")
           d.notes.push_back(
@@ -303,8 +304,8 @@ private:
   }
 
   static bool isIdentifier(const std::string &s) {
-    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) ||
-                       s[0] == '_'))
+    if (s.empty() ||
+        !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
       return false;
     for (char c : s)
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
@@ -320,8 +321,7 @@ private:
     return g == program.getDefs().end() ? nullptr : g->second;
   }
 
-  void unknownName(const std::string &name, SourceRange r,
-                   const Scope &scope) {
+  void unknownName(const std::string &name, SourceRange r, const Scope &scope) {
     auto &d = diags.error(r, "use of undeclared name '{}'", name);
     std::vector<std::string> cands;
     scope.collect(cands);
@@ -347,8 +347,8 @@ private:
         if (positional >= params.size()) {
           auto &d = diags.error(
               a.value->getRange(),
-              "too many arguments to '{}': expected at most {}, got {}",
-              callee, params.size(), call.args.size());
+              "too many arguments to '{}': expected at most {}, got {}", callee,
+              params.size(), call.args.size());
           if (declRange.isValid())
             d.notes.push_back({declRange, "'" + callee + "' declared here"});
           return;
@@ -395,10 +395,11 @@ private:
           base && base->name == "op") {
         const BuiltinSignature *sig = lookupOpBuiltin(m->member);
         if (!sig) {
-          auto &d = diags.error(m->memberRange, "unknown op 'op.{}'",
-                                m->member);
+          auto &d =
+              diags.error(m->memberRange, "unknown op 'op.{}'", m->member);
           if (auto s = suggestName(m->member, opBuiltinNames()))
-            d.notes.push_back({m->memberRange, "did you mean 'op." + *s + "'?"});
+            d.notes.push_back(
+                {m->memberRange, "did you mean 'op." + *s + "'?"});
           return;
         }
         checkArgs(

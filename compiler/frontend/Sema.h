@@ -14,8 +14,8 @@
 
 namespace archc {
 
-/// Checks every file of `program` and the selected arch (if any). Returns false when
-/// errors were reported.
+/// Checks every file of `program` and the selected arch (if any). Returns false
+/// when errors were reported.
 bool runSema(const Program &program, const ast::ArchDecl *arch,
              DiagnosticEngine &diags);
 

@@ -62,10 +62,10 @@ bool lookupOpKind(const std::string &mnemonic, OpKind &out);
 
 struct AttrDict;
 /// An attribute value. Lists are homogeneous.
-using Attr = std::variant<bool, int64_t, double, std::string,
-                          std::vector<int64_t>, std::vector<double>,
-                          std::vector<std::string>, std::vector<SymExpr>,
-                          std::shared_ptr<AttrDict>>;
+using Attr =
+    std::variant<bool, int64_t, double, std::string, std::vector<int64_t>,
+                 std::vector<double>, std::vector<std::string>,
+                 std::vector<SymExpr>, std::shared_ptr<AttrDict>>;
 /// A nested dictionary attribute (e.g. RoPE scaling parameters).
 struct AttrDict {
   std::map<std::string, Attr> entries;
@@ -185,7 +185,8 @@ public:
   int64_t getInt(const std::string &n, int64_t dflt = 0) const;
   double getFloat(const std::string &n, double dflt = 0) const;
   bool getBool(const std::string &n, bool dflt = false) const;
-  std::string getString(const std::string &n, const std::string &dflt = "") const;
+  std::string getString(const std::string &n,
+                        const std::string &dflt = "") const;
 
   // Regions.
   Block *addRegion();

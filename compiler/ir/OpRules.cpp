@@ -21,8 +21,7 @@ void reportOpError(DiagnosticEngine &diags, const Op &op,
 }
 
 bool broadcastShapes(const std::vector<SymExpr> &a,
-                     const std::vector<SymExpr> &b,
-                     std::vector<SymExpr> &out) {
+                     const std::vector<SymExpr> &b, std::vector<SymExpr> &out) {
   size_t n = std::max(a.size(), b.size());
   out.assign(n, SymExpr(1));
   for (size_t i = 0; i < n; ++i) {

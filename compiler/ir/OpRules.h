@@ -36,8 +36,8 @@ void reportOpError(DiagnosticEngine &diags, const Op &op,
                    const std::string &message);
 
 /// The decode-time state of a Recurrent-family op (causal_conv1d,
-/// delta_rule, compress): its type, constant in the sequence length. False when the
-/// operand types are not known yet.
+/// delta_rule, compress): its type, constant in the sequence length. False when
+/// the operand types are not known yet.
 bool recurrentStateType(const Op &op, TensorType &out);
 
 /// Number of operands a Recurrent or attention-family op has before the

@@ -15,9 +15,7 @@ namespace archc::ir {
 
 namespace {
 
-std::string quoteString(const std::string &s) {
-  return attrStr(Attr(s));
-}
+std::string quoteString(const std::string &s) { return attrStr(Attr(s)); }
 
 class ModulePrinter {
 public:
@@ -36,9 +34,9 @@ public:
     if (op.getNumResults() > 0) {
       unsigned id = next++;
       for (size_t i = 0; i < op.getNumResults(); ++i)
-        names[op.getResult(i)] =
-            op.getNumResults() == 1 ? fmt::format("%{}", id)
-                                    : fmt::format("%{}#{}", id, i);
+        names[op.getResult(i)] = op.getNumResults() == 1
+                                     ? fmt::format("%{}", id)
+                                     : fmt::format("%{}#{}", id, i);
       line += op.getNumResults() == 1
                   ? fmt::format("%{} = ", id)
                   : fmt::format("%{}:{} = ", id, op.getNumResults());
@@ -51,8 +49,7 @@ public:
         line += " carry(";
         const Block &first = *op.getRegions().front();
         for (size_t i = 0; i < op.getNumOperands(); ++i) {
-          line += (i ? ", " : "") +
-                  argName(first.getArgument(i)) + " = " +
+          line += (i ? ", " : "") + argName(first.getArgument(i)) + " = " +
                   name(op.getOperand(i));
         }
         line += ")";
@@ -168,8 +165,8 @@ void printModule(const Module &m, std::ostream &os, const PrintOptions &opts) {
     int64_t tensors = 0;
     SymExpr elements(0);
     for (const WeightDecl &w : m.weights) {
-      os << "  weight " << quoteString(w.pattern) << weightIndexSet(w)
-         << " : " << w.type.str() << "\n";
+      os << "  weight " << quoteString(w.pattern) << weightIndexSet(w) << " : "
+         << w.type.str() << "\n";
       tensors += w.count();
       elements = elements + w.type.numElements() * SymExpr(w.count());
     }
@@ -191,8 +188,8 @@ void printModule(const Module &m, std::ostream &os, const PrintOptions &opts) {
     return l.front() == '[' ? l : "[" + l + "]";
   };
   for (const StateIO &s : g.stateInputs) {
-    os << (first ? "" : ", ") << "%" << s.pattern << layerList(s.layers)
-       << ": " << s.type.str();
+    os << (first ? "" : ", ") << "%" << s.pattern << layerList(s.layers) << ": "
+       << s.type.str();
     first = false;
   }
   os << ") -> (";
@@ -227,8 +224,8 @@ void printWeightList(const Module &m, std::ostream &os) {
   std::vector<std::pair<std::string, std::string>> lines;
   SymExpr elements(0);
   for (const WeightDecl &w : m.weights) {
-    std::vector<int64_t> layers = w.layers.empty() ? std::vector<int64_t>{-1}
-                                                   : w.layers;
+    std::vector<int64_t> layers =
+        w.layers.empty() ? std::vector<int64_t>{-1} : w.layers;
     std::string shape;
     for (size_t i = 0; i < w.type.dims.size(); ++i)
       shape += (i ? ", " : "") + w.type.dims[i].str();

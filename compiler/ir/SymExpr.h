@@ -57,7 +57,8 @@ public:
   /// Substitutes values for symbols; symbols not in `env` stay symbolic.
   SymExpr substitute(const std::map<std::string, SymExpr> &env) const;
   /// Evaluates with every symbol bound; nullopt if a symbol is missing.
-  std::optional<int64_t> evaluate(const std::map<std::string, int64_t> &env) const;
+  std::optional<int64_t>
+  evaluate(const std::map<std::string, int64_t> &env) const;
   /// Every symbol that appears.
   std::vector<std::string> symbols() const;
 

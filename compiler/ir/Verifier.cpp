@@ -70,14 +70,14 @@ private:
       const Op &op = *opPtr;
       for (size_t i = 0; i < op.getNumOperands(); ++i) {
         if (!op.getOperand(i) || !defined(op.getOperand(i), scopes)) {
-          reportOpError(diags, op,
-                        fmt::format("operand {} is used before it is defined",
-                                    i));
+          reportOpError(
+              diags, op,
+              fmt::format("operand {} is used before it is defined", i));
           ok = false;
         }
       }
-      bool isTerminator = op.getKind() == OpKind::Yield ||
-                          op.getKind() == OpKind::Return;
+      bool isTerminator =
+          op.getKind() == OpKind::Yield || op.getKind() == OpKind::Return;
       if (isTerminator && &op != b.getTerminator()) {
         reportOpError(diags, op, "terminator in the middle of a block");
         ok = false;

@@ -166,8 +166,8 @@ std::string EvalValue::str() const {
   case Kind::Tensor:
     return "<tensor>";
   case Kind::Function:
-    return "<function " + (getFunction() ? getFunction()->name : std::string()) +
-           ">";
+    return "<function " +
+           (getFunction() ? getFunction()->name : std::string()) + ">";
   case Kind::Index:
     return getIndexValue() ? std::to_string(*getIndexValue())
                            : "{" + getIndexSymbol() + "}";

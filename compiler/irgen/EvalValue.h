@@ -117,9 +117,8 @@ private:
   explicit EvalValue(Kind k) : kind(k) {}
   Kind kind;
   // One alternative per kind group; copies copy only the active one.
-  std::variant<std::monostate, bool, int64_t, double, StrPtr, ListPtr,
-               DictPtr, DimPtr, ir::Value *, std::shared_ptr<Callable>,
-               IndexData>
+  std::variant<std::monostate, bool, int64_t, double, StrPtr, ListPtr, DictPtr,
+               DimPtr, ir::Value *, std::shared_ptr<Callable>, IndexData>
       data;
 };
 

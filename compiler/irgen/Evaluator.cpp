@@ -152,7 +152,8 @@ bool exprUses(const ast::Expr &e, const std::string &name) {
 /// equal values evaluate to identical bodies.
 class LayerKeyCollector {
 public:
-  LayerKeyCollector(const std::string &var, const std::vector<ast::StmtPtr> &body)
+  LayerKeyCollector(const std::string &var,
+                    const std::vector<ast::StmtPtr> &body)
       : var(var) {
     std::vector<std::string> names;
     collectAssigned(body, names);
@@ -205,7 +206,7 @@ private:
       auto *c = cast<ast::CallExpr>(&e);
       auto *n = dyn_cast<ast::NameExpr>(c->callee.get());
       static const std::set<std::string> pureFns = {
-          "len", "min", "max", "int", "float", "str", "get",
+          "len",  "min", "max", "int", "float", "str", "get",
           "sqrt", "log", "exp", "pow", "floor", "ceil"};
       if (!n || !pureFns.count(n->name) || unsafe.count(n->name))
         return false;
@@ -524,8 +525,8 @@ ir::Value *Evaluator::asTensor(const EvalValue &v, SourceRange range) {
   if (v.getKind() == EvalValue::Kind::Bool)
     return constant(v.getBool() ? 1.0 : 0.0, range);
   if (!v.isPoison())
-    error(range, fmt::format("expected a tensor or a number, got {}",
-                             v.typeName()));
+    error(range,
+          fmt::format("expected a tensor or a number, got {}", v.typeName()));
   return nullptr;
 }
 
@@ -561,8 +562,8 @@ EvalValue Evaluator::declareParam(const std::string &name,
       return EvalValue::poison();
     }
     if (d.getInt() <= 0) {
-      error(range, fmt::format("weight '{}': dim {} must be positive",
-                               pattern, d.getInt()));
+      error(range, fmt::format("weight '{}': dim {} must be positive", pattern,
+                               d.getInt()));
       return EvalValue::poison();
     }
     dims.push_back(d.getInt());
@@ -669,14 +670,10 @@ Evaluator::Flow Evaluator::execStmt(const ast::Stmt &s,
          v.getKind() != EvalValue::Kind::List) ||
         v.getList().size() != a->targets.size()) {
       error(a->value->getRange(),
-            fmt::format("cannot unpack {} into {} names", v.typeName() ==
-                                                              "tuple"
-                                                          ? fmt::format(
-                                                                "{} values",
-                                                                v.getList()
-                                                                    .size())
-                                                          : "a " +
-                                                                v.typeName(),
+            fmt::format("cannot unpack {} into {} names",
+                        v.typeName() == "tuple"
+                            ? fmt::format("{} values", v.getList().size())
+                            : "a " + v.typeName(),
                         a->targets.size()));
       for (auto &t : a->targets)
         env->assign(t.name, EvalValue::poison());
@@ -690,9 +687,8 @@ Evaluator::Flow Evaluator::execStmt(const ast::Stmt &s,
     auto *a = cast<ast::AugAssignStmt>(&s);
     EvalValue *cur = env->lookup(a->target.name);
     if (!cur) {
-      error(a->target.range,
-            fmt::format("'{}' is not defined before '{}='", a->target.name,
-                        ast::spelling(a->op)));
+      error(a->target.range, fmt::format("'{}' is not defined before '{}='",
+                                         a->target.name, ast::spelling(a->op)));
       return Flow::Normal;
     }
     EvalValue lhs = *cur;
@@ -714,8 +710,8 @@ Evaluator::Flow Evaluator::execStmt(const ast::Stmt &s,
     std::vector<EvalValue> values;
     for (const auto &v : r->values)
       values.push_back(eval(*v, env));
-    returnValue = values.size() == 1 ? values[0]
-                                     : EvalValue::tuple(std::move(values));
+    returnValue =
+        values.size() == 1 ? values[0] : EvalValue::tuple(std::move(values));
     return Flow::Return;
   }
   case ast::Stmt::Kind::Error: {
@@ -929,9 +925,8 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
     auto inner = std::make_shared<Env>(env);
     inner->define(s.var.name, EvalValue::index("i", l));
     for (size_t k = 0; k < carried.size(); ++k)
-      inner->define(carried[k],
-                    EvalValue::tensor(body->addArgument(
-                        ir::TensorType::unknown(), carried[k])));
+      inner->define(carried[k], EvalValue::tensor(body->addArgument(
+                                    ir::TensorType::unknown(), carried[k])));
     block = body.get();
     layer = l;
     size_t scopeDepth = scopes.size();
@@ -1097,7 +1092,8 @@ EvalValue Evaluator::evalName(const ast::NameExpr &e,
   const ast::DefDecl *def = nullptr;
   if (auto it = archDefs.find(e.name); it != archDefs.end())
     def = it->second;
-  else if (auto g = program.getDefs().find(e.name); g != program.getDefs().end())
+  else if (auto g = program.getDefs().find(e.name);
+           g != program.getDefs().end())
     def = g->second;
   if (def) {
     auto fn = std::make_shared<Callable>();
@@ -1109,8 +1105,7 @@ EvalValue Evaluator::evalName(const ast::NameExpr &e,
     fn->closure = archDefs.count(e.name) ? nullptr : std::make_shared<Env>();
     return EvalValue::function(fn);
   }
-  error(e.getRange(),
-        fmt::format("'{}' is not defined at this point", e.name));
+  error(e.getRange(), fmt::format("'{}' is not defined at this point", e.name));
   return EvalValue::poison();
 }
 
@@ -1132,8 +1127,8 @@ EvalValue Evaluator::evalMember(const ast::MemberExpr &e,
   }
   if (base.isTensor() && e.member == "rank")
     return EvalValue::poison(); // rank is not known before shape inference
-  error(e.memberRange, fmt::format("a {} has no member '{}'", base.typeName(),
-                                   e.member));
+  error(e.memberRange,
+        fmt::format("a {} has no member '{}'", base.typeName(), e.member));
   return EvalValue::poison();
 }
 
@@ -1224,8 +1219,8 @@ EvalValue Evaluator::evalUnary(const ast::UnaryExpr &e,
     return v;
   if (e.op == ast::UnaryOp::Not) {
     if (v.getKind() != EvalValue::Kind::Bool) {
-      error(e.getRange(), fmt::format("'not' needs a bool, got {}",
-                                      v.typeName()));
+      error(e.getRange(),
+            fmt::format("'not' needs a bool, got {}", v.typeName()));
       return EvalValue::poison();
     }
     return EvalValue::boolean(!v.getBool());
@@ -1251,9 +1246,8 @@ EvalValue Evaluator::evalBinary(const ast::BinaryExpr &e,
     if (a.isPoison())
       return a;
     if (a.getKind() != EvalValue::Kind::Bool) {
-      error(e.lhs->getRange(),
-            fmt::format("'{}' needs bools, got {}", ast::spelling(e.op),
-                        a.typeName()));
+      error(e.lhs->getRange(), fmt::format("'{}' needs bools, got {}",
+                                           ast::spelling(e.op), a.typeName()));
       return EvalValue::poison();
     }
     if (a.getBool() == (e.op == ast::BinaryOp::Or))
@@ -1262,9 +1256,8 @@ EvalValue Evaluator::evalBinary(const ast::BinaryExpr &e,
     if (b.isPoison())
       return b;
     if (b.getKind() != EvalValue::Kind::Bool) {
-      error(e.rhs->getRange(),
-            fmt::format("'{}' needs bools, got {}", ast::spelling(e.op),
-                        b.typeName()));
+      error(e.rhs->getRange(), fmt::format("'{}' needs bools, got {}",
+                                           ast::spelling(e.op), b.typeName()));
       return EvalValue::poison();
     }
     return b;
@@ -1315,13 +1308,15 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
       return EvalValue::poison();
     // An integral number added to, subtracted from or multiplying an integer
     // tensor (positions - 3) is an integer constant.
-    auto adopt = [kind](const EvalValue &num, ir::Value *c, const ir::Value *t) {
-      bool integer = t->type.known && (t->type.dtype == ir::DType::I64 ||
-                                       t->type.dtype == ir::DType::I32) &&
+    auto adopt = [kind](const EvalValue &num, ir::Value *c,
+                        const ir::Value *t) {
+      bool integer = t->type.known &&
+                     (t->type.dtype == ir::DType::I64 ||
+                      t->type.dtype == ir::DType::I32) &&
                      kind != OpKind::Div;
       if (num.isNumber() && integer &&
-          num.getNumber() == static_cast<double>(
-                                 static_cast<int64_t>(num.getNumber())))
+          num.getNumber() ==
+              static_cast<double>(static_cast<int64_t>(num.getNumber())))
         c->type = ir::TensorType(t->type.dtype, {});
     };
     if (b.isTensor())
@@ -1368,8 +1363,10 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
       return EvalValue::string(a.getString() + b.getString());
     if (op == B::Lt || op == B::Le || op == B::Gt || op == B::Ge) {
       int c = a.getString().compare(b.getString());
-      bool r = op == B::Lt ? c < 0 : op == B::Le ? c <= 0 : op == B::Gt ? c > 0
-                                                                     : c >= 0;
+      bool r = op == B::Lt   ? c < 0
+               : op == B::Le ? c <= 0
+               : op == B::Gt ? c > 0
+                             : c >= 0;
       return EvalValue::boolean(r);
     }
   }
@@ -1380,8 +1377,8 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
     return EvalValue::list(std::move(l));
   }
   if (!a.isNumber() || !b.isNumber()) {
-    error(range, fmt::format("cannot apply '{}' to {} and {}", sp,
-                             a.typeName(), b.typeName()));
+    error(range, fmt::format("cannot apply '{}' to {} and {}", sp, a.typeName(),
+                             b.typeName()));
     return EvalValue::poison();
   }
   if (a.isInt() && b.isInt()) {
@@ -1484,12 +1481,12 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
 // Calls
 //===----------------------------------------------------------------------===//
 
-bool Evaluator::bindArgs(
-    const std::string &callee, const std::vector<std::string_view> &paramNames,
-    const std::vector<bool> &required,
-    const std::vector<CallArg> &args,
-    const std::vector<SourceRange> &argRanges, SourceRange callRange,
-    std::vector<BoundArg> &out) {
+bool Evaluator::bindArgs(const std::string &callee,
+                         const std::vector<std::string_view> &paramNames,
+                         const std::vector<bool> &required,
+                         const std::vector<CallArg> &args,
+                         const std::vector<SourceRange> &argRanges,
+                         SourceRange callRange, std::vector<BoundArg> &out) {
   out.assign(paramNames.size(), BoundArg());
   size_t positional = 0;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -1508,15 +1505,13 @@ bool Evaluator::bindArgs(
       k = std::find(paramNames.begin(), paramNames.end(), name) -
           paramNames.begin();
       if (k == paramNames.size()) {
-        error(argRanges[i],
-              fmt::format("'{}' has no parameter named '{}'", callee,
-                          std::string(name)));
+        error(argRanges[i], fmt::format("'{}' has no parameter named '{}'",
+                                        callee, std::string(name)));
         return false;
       }
       if (out[k].present) {
-        error(argRanges[i],
-              fmt::format("argument '{}' given more than once",
-                          std::string(name)));
+        error(argRanges[i], fmt::format("argument '{}' given more than once",
+                                        std::string(name)));
         return false;
       }
     }
@@ -1531,11 +1526,11 @@ bool Evaluator::bindArgs(
   return true;
 }
 
-EvalValue Evaluator::callFunction(
-    const Callable &fn,
-    const std::vector<CallArg> &args,
-    const std::vector<SourceRange> &argRanges, SourceRange callRange,
-    const std::vector<EvalValue> *) {
+EvalValue Evaluator::callFunction(const Callable &fn,
+                                  const std::vector<CallArg> &args,
+                                  const std::vector<SourceRange> &argRanges,
+                                  SourceRange callRange,
+                                  const std::vector<EvalValue> *) {
   if (callDepth >= kMaxCallDepth) {
     error(callRange, fmt::format("call nesting deeper than {} (recursive "
                                  "call to '{}'?)",
@@ -1560,8 +1555,8 @@ EvalValue Evaluator::callFunction(
   auto env = std::make_shared<Env>(parent);
   for (size_t k = 0; k < fn.params->size(); ++k) {
     const ast::Param &p = (*fn.params)[k];
-    EvalValue v = bound[k].present ? bound[k].value
-                                   : eval(*p.defaultValue, parent);
+    EvalValue v =
+        bound[k].present ? bound[k].value : eval(*p.defaultValue, parent);
     if (p.type && !coerce(v, *p.type)) {
       SourceRange r = bound[k].present ? bound[k].range : callRange;
       Diagnostic &d = diags.error(

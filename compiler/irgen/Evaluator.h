@@ -23,7 +23,8 @@ namespace archc {
 
 class Evaluator {
 public:
-  Evaluator(const Program &program, DiagnosticEngine &diags, ir::Module &module);
+  Evaluator(const Program &program, DiagnosticEngine &diags,
+            ir::Module &module);
 
   /// Evaluates an expression in `env`. Errors are reported and yield poison.
   EvalValue eval(const ast::Expr &e, const std::shared_ptr<Env> &env);
@@ -117,8 +118,7 @@ private:
                 const std::vector<CallArg> &args,
                 const std::vector<SourceRange> &argRanges,
                 SourceRange callRange, std::vector<BoundArg> &out);
-  EvalValue callFunction(const Callable &fn,
-                         const std::vector<CallArg> &args,
+  EvalValue callFunction(const Callable &fn, const std::vector<CallArg> &args,
                          const std::vector<SourceRange> &argRanges,
                          SourceRange callRange,
                          const std::vector<EvalValue> *extraLeading = nullptr);

@@ -84,14 +84,14 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
   const std::string &n = sig.name;
 
   static const std::map<std::string, OpKind> simple = {
-      {"add", OpKind::Add},         {"sub", OpKind::Sub},
-      {"mul", OpKind::Mul},         {"div", OpKind::Div},
-      {"pow", OpKind::Pow},         {"maximum", OpKind::Maximum},
-      {"minimum", OpKind::Minimum}, {"neg", OpKind::Neg},
-      {"exp", OpKind::Exp},         {"log", OpKind::Log},
-      {"sqrt", OpKind::Sqrt},       {"rsqrt", OpKind::Rsqrt},
-      {"tanh", OpKind::Tanh},       {"sigmoid", OpKind::Sigmoid},
-      {"silu", OpKind::Silu},       {"relu", OpKind::Relu},
+      {"add", OpKind::Add},           {"sub", OpKind::Sub},
+      {"mul", OpKind::Mul},           {"div", OpKind::Div},
+      {"pow", OpKind::Pow},           {"maximum", OpKind::Maximum},
+      {"minimum", OpKind::Minimum},   {"neg", OpKind::Neg},
+      {"exp", OpKind::Exp},           {"log", OpKind::Log},
+      {"sqrt", OpKind::Sqrt},         {"rsqrt", OpKind::Rsqrt},
+      {"tanh", OpKind::Tanh},         {"sigmoid", OpKind::Sigmoid},
+      {"silu", OpKind::Silu},         {"relu", OpKind::Relu},
       {"softplus", OpKind::Softplus}, {"abs", OpKind::Abs}};
   if (auto it = simple.find(n); it != simple.end()) {
     std::vector<ir::Value *> operands;
@@ -101,16 +101,17 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
         return EvalValue::poison();
       operands.push_back(v);
     }
-    return EvalValue::tensor(createOp(it->second, operands, range)->getResult());
+    return EvalValue::tensor(
+        createOp(it->second, operands, range)->getResult());
   }
   if (n == "gelu") {
     ir::Value *x = tensorArg("x");
     if (!x)
       return EvalValue::poison();
     ir::Op *op = createOp(OpKind::Gelu, {x}, range);
-    op->attrs["approximate"] =
-        present("approximate") ? arg("approximate").value.getString()
-                               : std::string("none");
+    op->attrs["approximate"] = present("approximate")
+                                   ? arg("approximate").value.getString()
+                                   : std::string("none");
     return EvalValue::tensor(op->getResult());
   }
   if (n == "clamp") {
@@ -180,14 +181,15 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
       axes.push_back(a.getInt());
     }
     if (axes.empty()) {
-      error(arg("axes").range, fmt::format("op.{}: 'axes' must not be empty", n));
+      error(arg("axes").range,
+            fmt::format("op.{}: 'axes' must not be empty", n));
       return EvalValue::poison();
     }
-    ir::Op *op = createOp(n == "reduce_sum" ? OpKind::ReduceSum
-                                            : OpKind::ReduceMean,
-                          {x}, range);
+    ir::Op *op = createOp(
+        n == "reduce_sum" ? OpKind::ReduceSum : OpKind::ReduceMean, {x}, range);
     op->attrs["axes"] = axes;
-    op->attrs["keepdims"] = present("keepdims") && arg("keepdims").value.getBool();
+    op->attrs["keepdims"] =
+        present("keepdims") && arg("keepdims").value.getBool();
     return EvalValue::tensor(op->getResult());
   }
   if (n == "sinkhorn") {
@@ -196,8 +198,9 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
       return EvalValue::poison();
     int64_t iters = arg("iters").value.getInt();
     if (iters < 1) {
-      error(arg("iters").range,
-            fmt::format("op.sinkhorn: iters must be at least 1, got {}", iters));
+      error(
+          arg("iters").range,
+          fmt::format("op.sinkhorn: iters must be at least 1, got {}", iters));
       return EvalValue::poison();
     }
     ir::Op *op = createOp(OpKind::Sinkhorn, {x}, range);
@@ -232,7 +235,8 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
     ir::Value *t = tensorArg("table"), *i = tensorArg("indices");
     if (!t || !i)
       return EvalValue::poison();
-    return EvalValue::tensor(createOp(OpKind::Gather, {t, i}, range)->getResult());
+    return EvalValue::tensor(
+        createOp(OpKind::Gather, {t, i}, range)->getResult());
   }
   if (n == "reshape") {
     ir::Value *x = tensorArg("x");
@@ -279,10 +283,11 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
       error(arg("sizes").range, "op.split: 'sizes' must not be empty");
       return EvalValue::poison();
     }
-    ir::Op *op = createOp(OpKind::Split, {x}, range,
-                          static_cast<unsigned>(ints.size()));
+    ir::Op *op =
+        createOp(OpKind::Split, {x}, range, static_cast<unsigned>(ints.size()));
     op->attrs["sizes"] = ints;
-    op->attrs["axis"] = present("axis") ? arg("axis").value.getInt() : int64_t(-1);
+    op->attrs["axis"] =
+        present("axis") ? arg("axis").value.getInt() : int64_t(-1);
     std::vector<EvalValue> parts;
     for (size_t k = 0; k < ints.size(); ++k)
       parts.push_back(EvalValue::tensor(op->getResult(k)));
@@ -301,7 +306,8 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
       return EvalValue::poison();
     }
     ir::Op *op = createOp(OpKind::Concat, operands, range);
-    op->attrs["axis"] = present("axis") ? arg("axis").value.getInt() : int64_t(-1);
+    op->attrs["axis"] =
+        present("axis") ? arg("axis").value.getInt() : int64_t(-1);
     return EvalValue::tensor(op->getResult());
   }
   if (n == "slice") {
@@ -458,8 +464,9 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
     }
     int64_t ratio = arg("ratio").value.getInt();
     if (ratio < 2) {
-      error(arg("ratio").range,
-            fmt::format("op.compress: ratio must be at least 2, got {}", ratio));
+      error(
+          arg("ratio").range,
+          fmt::format("op.compress: ratio must be at least 2, got {}", ratio));
       return EvalValue::poison();
     }
     if (!layer) {
@@ -494,9 +501,8 @@ EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
     if (present("table"))
       op->attrs["table"] = true;
     op->attrs["top_k"] = arg("top_k").value.getInt();
-    op->attrs["scoring"] = present("scoring")
-                               ? arg("scoring").value.getString()
-                               : std::string("softmax");
+    op->attrs["scoring"] = present("scoring") ? arg("scoring").value.getString()
+                                              : std::string("softmax");
     op->attrs["order"] = present("order") ? arg("order").value.getString()
                                           : std::string("score_topk");
     op->attrs["normalize"] =
@@ -555,9 +561,8 @@ EvalValue Evaluator::buildExperts(std::vector<BoundArg> &args,
   ir::Block *savedBlock = block;
   block = body;
   expertCount = count;
-  std::vector<CallArg> callArgs = {
-      {"", EvalValue::tensor(tokens)},
-      {"", EvalValue::index("e", std::nullopt)}};
+  std::vector<CallArg> callArgs = {{"", EvalValue::tensor(tokens)},
+                                   {"", EvalValue::index("e", std::nullopt)}};
   std::vector<SourceRange> ranges = {args[4].range, args[4].range};
   EvalValue result = callFunction(fn, callArgs, ranges, range);
   expertCount = 0;
@@ -594,8 +599,8 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
     if (args[2].present && !args[2].value.isNone()) {
       dt = ir::parseDType(args[2].value.getString());
       if (dt == ir::DType::Unknown) {
-        error(args[2].range, fmt::format("unknown dtype '{}'",
-                                         args[2].value.getString()));
+        error(args[2].range,
+              fmt::format("unknown dtype '{}'", args[2].value.getString()));
         return EvalValue::poison();
       }
     }
@@ -639,8 +644,8 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
       } catch (...) {
       }
     }
-    error(args[0].range, fmt::format("cannot convert {} '{}' to int",
-                                     v.typeName(), v.str()));
+    error(args[0].range,
+          fmt::format("cannot convert {} '{}' to int", v.typeName(), v.str()));
     return EvalValue::poison();
   }
   if (n == "float") {
@@ -668,8 +673,7 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
     entries[args[1].value.getString()] = args[2].value;
     return EvalValue::dict(std::move(entries));
   }
-  if (n == "sqrt" || n == "log" || n == "exp" || n == "floor" ||
-      n == "ceil") {
+  if (n == "sqrt" || n == "log" || n == "exp" || n == "floor" || n == "ceil") {
     auto a = num(0);
     if (!a)
       return EvalValue::poison();

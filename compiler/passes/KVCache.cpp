@@ -52,16 +52,16 @@ public:
           if (op.getKind() != OpKind::Cache && !recurrent)
             continue;
           if (recurrent ? op.getBool("has_past") : op.getNumOperands() != 1) {
-            reportOpError(ctx.diags, op, "already has a past state (kv-cache "
-                                         "ran twice?)");
+            reportOpError(ctx.diags, op,
+                          "already has a past state (kv-cache "
+                          "ran twice?)");
             return false;
           }
-          std::string name =
-              op.getString(recurrent ? "state" : "name");
+          std::string name = op.getString(recurrent ? "state" : "name");
           if (!names.insert(name).second) {
-            reportOpError(ctx.diags, op,
-                          fmt::format("two states named '{}' in one layer",
-                                      name));
+            reportOpError(
+                ctx.diags, op,
+                fmt::format("two states named '{}' in one layer", name));
             return false;
           }
           TensorType pastType, presentType;

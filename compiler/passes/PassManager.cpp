@@ -15,8 +15,8 @@ bool PassManager::run(ir::Module &m, PassContext &ctx) {
     bool ok = p->run(m, ctx);
     if (!ok || ctx.diags.getNumErrors() != before) {
       if (ctx.diags.getNumErrors() == before)
-        ctx.diags.error(SourceRange(), "pass '" + std::string(p->getArgument()) +
-                                           "' failed");
+        ctx.diags.error(SourceRange(),
+                        "pass '" + std::string(p->getArgument()) + "' failed");
       return false;
     }
     if (verifyEach && !ir::verifyModule(m, ctx.diags))

@@ -92,8 +92,7 @@ private:
                             "{}; a layer must keep the type of what it "
                             "carries",
                             formatLayers(region->layers),
-                            region->getArgument(i)->name, in.str(),
-                            out.str()));
+                            region->getArgument(i)->name, in.str(), out.str()));
             return false;
           }
         }

@@ -54,8 +54,7 @@ void DiagnosticEngine::renderLocated(std::string &s, Severity sev,
                                      const std::string &message) const {
   const char *name = severityName(sev);
   if (range.isValid())
-    s += fmt::format("{}: {}: {}\n", formatLoc(sm, range.begin), name,
-                     message);
+    s += fmt::format("{}: {}: {}\n", formatLoc(sm, range.begin), name, message);
   else
     s += fmt::format("archc: {}: {}\n", name, message);
   if (!range.isValid())
@@ -121,8 +120,9 @@ void DiagnosticEngine::printSummary() {
     return;
   std::ostream &os = out ? *out : std::cerr;
   if (suppressed)
-    os << fmt::format("archc: note: {} more error{} not shown (--error-limit)\n",
-                      suppressed, suppressed == 1 ? "" : "s");
+    os << fmt::format(
+        "archc: note: {} more error{} not shown (--error-limit)\n", suppressed,
+        suppressed == 1 ? "" : "s");
   os << fmt::format("{} error{} generated.\n", numErrors,
                     numErrors == 1 ? "" : "s");
 }

@@ -74,8 +74,8 @@ std::string_view SourceMgr::getLine(uint32_t fileId, uint32_t line) const {
   if (!f || line == 0 || line > f->lineStarts.size())
     return {};
   size_t begin = f->lineStarts[line - 1];
-  size_t end = line < f->lineStarts.size() ? f->lineStarts[line] - 1
-                                           : f->text.size();
+  size_t end =
+      line < f->lineStarts.size() ? f->lineStarts[line] - 1 : f->text.size();
   std::string_view text(f->text);
   std::string_view result = text.substr(begin, end - begin);
   if (!result.empty() && result.back() == '\r')
@@ -88,8 +88,8 @@ SourceLoc SourceMgr::getLoc(uint32_t fileId, size_t offset) const {
   if (!f)
     return {};
   offset = std::min(offset, f->text.size());
-  auto it = std::upper_bound(f->lineStarts.begin(), f->lineStarts.end(),
-                             offset);
+  auto it =
+      std::upper_bound(f->lineStarts.begin(), f->lineStarts.end(), offset);
   size_t line = static_cast<size_t>(it - f->lineStarts.begin());
   size_t col = offset - f->lineStarts[line - 1] + 1;
   return {fileId, static_cast<uint32_t>(line), static_cast<uint32_t>(col)};

@@ -40,7 +40,8 @@ const char *kindName(Severity s) {
 }
 } // namespace
 
-bool verifyDiagnostics(const SourceMgr &sm, const std::vector<uint32_t> &fileIds,
+bool verifyDiagnostics(const SourceMgr &sm,
+                       const std::vector<uint32_t> &fileIds,
                        const std::vector<Diagnostic> &emitted,
                        std::ostream &os) {
   static const std::regex directive(
@@ -112,11 +113,11 @@ bool verifyDiagnostics(const SourceMgr &sm, const std::vector<uint32_t> &fileIds
     std::string missing, extra;
     for (const Expectation &e : expected)
       if (!e.matched && e.severity == sev)
-        missing += fmt::format(
-            "  {}: expected {} {}: {}\n", formatLoc(sm, e.where), kindName(sev),
-            e.line >= 0 ? fmt::format("on line {}", e.line)
-                        : std::string("anywhere"),
-            e.text);
+        missing += fmt::format("  {}: expected {} {}: {}\n",
+                               formatLoc(sm, e.where), kindName(sev),
+                               e.line >= 0 ? fmt::format("on line {}", e.line)
+                                           : std::string("anywhere"),
+                               e.text);
     for (const Seen &s : seen)
       if (!s.matched && s.severity == sev)
         extra += fmt::format("  {}: {}\n", formatLoc(sm, s.loc), s.message);

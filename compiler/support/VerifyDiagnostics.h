@@ -22,8 +22,10 @@ namespace archc {
 
 /// Compares captured diagnostics with the expectations written in the source
 /// files `fileIds`. Prints mismatches to `os`; returns true when all match.
-bool verifyDiagnostics(const SourceMgr &sm, const std::vector<uint32_t> &fileIds,
-                       const std::vector<Diagnostic> &emitted, std::ostream &os);
+bool verifyDiagnostics(const SourceMgr &sm,
+                       const std::vector<uint32_t> &fileIds,
+                       const std::vector<Diagnostic> &emitted,
+                       std::ostream &os);
 
 } // namespace archc
 

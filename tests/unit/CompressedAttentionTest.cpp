@@ -193,8 +193,9 @@ arch c {
   ratio.replace(ratio.find("ratio: 2"), 8, "ratio: 1");
   c = compile(d, ratio, "{}");
   ASSERT_FALSE(c.ok);
-  EXPECT_NE(c.diagnostics().find("op.compress: ratio must be at least 2, got 1"),
-            std::string::npos)
+  EXPECT_NE(
+      c.diagnostics().find("op.compress: ratio must be at least 2, got 1"),
+      std::string::npos)
       << c.diagnostics();
 
   std::string gate = arch;
@@ -319,7 +320,8 @@ arch b {
     y = op.cast(x, dtype: model_dtype())
   }
 })";
-  auto c = compile(d, arch, R"({"rope_scaling": {"factor": 4}, "torch_dtype": "bfloat16"})");
+  auto c = compile(
+      d, arch, R"({"rope_scaling": {"factor": 4}, "torch_dtype": "bfloat16"})");
   ASSERT_TRUE(c.ok) << c.diagnostics();
   EXPECT_EQ(typeOf(c.module(), "cast"), "tensor<batch x 4 x bf16>");
 }

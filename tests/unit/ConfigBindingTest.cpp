@@ -32,7 +32,8 @@ int64_t intInfo(const Compiled &c, const std::string &k) {
 
 TEST(ConfigBinding, FlatConfigWithAliasesDefaultsAndLets) {
   ScratchDir d;
-  auto c = compile(d, kSchemaArch, R"({"n_embd": 64, "num_attention_heads": 4})");
+  auto c =
+      compile(d, kSchemaArch, R"({"n_embd": 64, "num_attention_heads": 4})");
   ASSERT_TRUE(c.ok) << c.diagnostics();
   EXPECT_EQ(intInfo(c, "hidden_size"), 64);
   EXPECT_EQ(intInfo(c, "head_dim"), 16);
@@ -70,7 +71,8 @@ TEST(ConfigBinding, IntegralFloatIsAcceptedAsInt) {
 
 TEST(ConfigBinding, WrongTypeIsLocatedInTheConfig) {
   ScratchDir d;
-  auto c = compile(d, kSchemaArch, "{\n  \"hidden_size\": \"big\",\n  \"heads\": 4\n}");
+  auto c = compile(d, kSchemaArch,
+                   "{\n  \"hidden_size\": \"big\",\n  \"heads\": 4\n}");
   ASSERT_FALSE(c.ok);
   std::string diag = c.diagnostics();
   EXPECT_NE(diag.find("config.json:2:3: error: config field 'hidden_size' "

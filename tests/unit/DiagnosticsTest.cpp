@@ -26,8 +26,8 @@ TEST(Diagnostics, NotesFollowTheirError) {
   uint32_t id = sm.addBuffer("m.arch", "a\nb\n");
   DiagnosticEngine d(sm);
   d.setCapture(true);
-  d.error(SourceRange({id, 2, 1}), "second").notes.push_back(
-      {SourceRange({id, 1, 1}), "first is here"});
+  d.error(SourceRange({id, 2, 1}), "second")
+      .notes.push_back({SourceRange({id, 1, 1}), "first is here"});
   std::string s = d.render(d.getCaptured()[0]);
   EXPECT_NE(s.find("m.arch:2:1: error: second"), std::string::npos);
   EXPECT_NE(s.find("m.arch:1:1: note: first is here"), std::string::npos);
@@ -69,8 +69,8 @@ TEST(Diagnostics, CaretStopsAtTheEndOfALongRangeLine) {
 
 TEST(VerifyDiagnostics, MatchesRelativeAndWildcardDirectives) {
   SourceMgr sm;
-  uint32_t id = sm.addBuffer("t.arch",
-                             "// expected-error@+1 {{unknown name}}\n"
+  uint32_t id =
+      sm.addBuffer("t.arch", "// expected-error@+1 {{unknown name}}\n"
                              "x = y\n"
                              "// expected-error@* {{missing field}}\n");
   std::vector<Diagnostic> seen(2);

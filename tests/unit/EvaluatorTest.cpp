@@ -52,7 +52,8 @@ arch k {
   ASSERT_TRUE(c.ok) << c.diagnostics();
   const ir::Op *rep = findRepeat(c.module());
   ASSERT_EQ(rep->getRegions().size(), 2u);
-  EXPECT_EQ(rep->getRegions()[0]->layers, (std::vector<int64_t>{0, 1, 3, 4, 6}));
+  EXPECT_EQ(rep->getRegions()[0]->layers,
+            (std::vector<int64_t>{0, 1, 3, 4, 6}));
   EXPECT_EQ(rep->getRegions()[1]->layers, (std::vector<int64_t>{2, 5}));
   EXPECT_EQ(c.module().findWeight("layers.{i}.wide.weight")->layers,
             (std::vector<int64_t>{2, 5}));

@@ -139,7 +139,8 @@ TEST(Lexer, MatchesTheGeneratedLexerOnEveryBundledFile) {
   namespace fs = std::filesystem;
   size_t files = 0;
   for (const char *dir : {"archs", "archs/std", "lit/diagnostics"})
-    for (const auto &e : fs::directory_iterator(fs::path(ARCHC_SOURCE_DIR) / dir)) {
+    for (const auto &e :
+         fs::directory_iterator(fs::path(ARCHC_SOURCE_DIR) / dir)) {
       if (e.path().extension() != ".arch")
         continue;
       std::ifstream in(e.path());
@@ -157,7 +158,10 @@ TEST(Lexer, MatchesTheGeneratedLexerOnTrickyInput) {
       "a += b -= c *= d // e\n/* block\n comment */ f->g <= >= == != && || !h",
       "s = \"esc\\\"aped\" t = \"\" u = \"a\\\\b\"",
       "if not x in y and z or w { return a.b[c](d: e) @ \"s.{i}\" }",
-      "é = 1", "\"unterminated", "a ~ b", "x = 1 /* open comment",
+      "é = 1",
+      "\"unterminated",
+      "a ~ b",
+      "x = 1 /* open comment",
       "matches importx arch_ let_ in2 fn() none true false",
   };
   for (const char *c : cases)

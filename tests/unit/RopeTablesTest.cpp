@@ -26,14 +26,17 @@ TEST(RopeTables, DefaultFrequencies) {
   ASSERT_TRUE(computeRope(*op, 8, t, err)) << err;
   ASSERT_EQ(t.invFreq.size(), 4u);
   EXPECT_FLOAT_EQ(t.invFreq[0], 1.0f);
-  EXPECT_FLOAT_EQ(t.invFreq[1], static_cast<float>(1.0 / std::pow(10000.0, 0.25)));
+  EXPECT_FLOAT_EQ(t.invFreq[1],
+                  static_cast<float>(1.0 / std::pow(10000.0, 0.25)));
   EXPECT_EQ(t.attentionFactor, 1.0);
 }
 
 TEST(RopeTables, Llama3ScalesLowFrequenciesOnly) {
   auto sc = std::make_shared<ir::AttrDict>();
-  sc->entries = {{"rope_type", std::string("llama3")}, {"factor", 8.0},
-                 {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+  sc->entries = {{"rope_type", std::string("llama3")},
+                 {"factor", 8.0},
+                 {"low_freq_factor", 1.0},
+                 {"high_freq_factor", 4.0},
                  {"original_max_position_embeddings", int64_t(8192)}};
   auto op = ropeOp(500000.0, 128, sc);
   RopeTables t;
@@ -47,7 +50,8 @@ TEST(RopeTables, Llama3ScalesLowFrequenciesOnly) {
 
 TEST(RopeTables, YarnAttentionFactor) {
   auto sc = std::make_shared<ir::AttrDict>();
-  sc->entries = {{"rope_type", std::string("yarn")}, {"factor", 32.0},
+  sc->entries = {{"rope_type", std::string("yarn")},
+                 {"factor", 32.0},
                  {"original_max_position_embeddings", int64_t(4096)}};
   auto op = ropeOp(150000.0, 64, sc);
   RopeTables t;

@@ -18,7 +18,8 @@ std::string file(const std::string &header, size_t dataBytes) {
   return out + json + std::string(dataBytes, '\x01');
 }
 
-bool parse(const std::string &bytes, std::vector<StTensor> &t, std::string &err) {
+bool parse(const std::string &bytes, std::vector<StTensor> &t,
+           std::string &err) {
   return parseSafetensorsHeader(reinterpret_cast<const uint8_t *>(bytes.data()),
                                 bytes.size(), "x", t, err);
 }
@@ -27,7 +28,8 @@ bool parse(const std::string &bytes, std::vector<StTensor> &t, std::string &err)
 TEST(Safetensors, ParsesTensorsAndMetadata) {
   std::string f = file(R"({"__metadata__":{"format":"pt"},
     "a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},
-    "b":{"dtype":"BF16","shape":[4],"data_offsets":[24,32]}})", 32);
+    "b":{"dtype":"BF16","shape":[4],"data_offsets":[24,32]}})",
+                       32);
   std::vector<StTensor> t;
   std::string err;
   ASSERT_TRUE(parse(f, t, err)) << err;
@@ -39,7 +41,8 @@ TEST(Safetensors, ParsesTensorsAndMetadata) {
 }
 
 TEST(Safetensors, TruncatedDataIsReported) {
-  std::string f = file(R"({"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})", 16);
+  std::string f =
+      file(R"({"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}})", 16);
   std::vector<StTensor> t;
   std::string err;
   EXPECT_FALSE(parse(f, t, err));
@@ -47,7 +50,8 @@ TEST(Safetensors, TruncatedDataIsReported) {
 }
 
 TEST(Safetensors, TruncatedHeaderIsReported) {
-  std::string f = file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
+  std::string f =
+      file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
   std::vector<StTensor> t;
   std::string err;
   EXPECT_FALSE(parse(f.substr(0, 20), t, err));
@@ -58,18 +62,25 @@ TEST(Safetensors, TruncatedHeaderIsReported) {
 TEST(Safetensors, InconsistentSizeAndOverlapAreErrors) {
   std::vector<StTensor> t;
   std::string err;
-  EXPECT_FALSE(parse(file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), t, err));
+  EXPECT_FALSE(parse(
+      file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), t,
+      err));
   EXPECT_NE(err.find("need 12"), std::string::npos) << err;
   t.clear();
-  EXPECT_FALSE(parse(file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
-                            "b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12), t, err));
+  EXPECT_FALSE(
+      parse(file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},
+                            "b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                 12),
+            t, err));
   EXPECT_NE(err.find("overlap"), std::string::npos) << err;
 }
 
 TEST(Safetensors, UnknownDtypeAndBadJsonAreErrors) {
   std::vector<StTensor> t;
   std::string err;
-  EXPECT_FALSE(parse(file(R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", 1), t, err));
+  EXPECT_FALSE(
+      parse(file(R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", 1),
+            t, err));
   EXPECT_NE(err.find("unsupported dtype"), std::string::npos);
   EXPECT_FALSE(parse(file("{not json", 0), t, err));
   EXPECT_NE(err.find("not valid JSON"), std::string::npos);

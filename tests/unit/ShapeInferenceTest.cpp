@@ -47,9 +47,10 @@ arch k {
 })";
   auto c = compile(d, arch, R"({"h": 6})");
   ASSERT_FALSE(c.ok);
-  EXPECT_NE(c.diagnostics().find("test.arch:5:9: error: matmul: inner "
-                                 "dimensions differ: the input's last dim is 8"),
-            std::string::npos)
+  EXPECT_NE(
+      c.diagnostics().find("test.arch:5:9: error: matmul: inner "
+                           "dimensions differ: the input's last dim is 8"),
+      std::string::npos)
       << c.diagnostics();
 }
 

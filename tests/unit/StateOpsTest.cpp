@@ -148,7 +148,8 @@ arch mla {
   const auto &g = c.module().graph;
   ASSERT_EQ(g.stateInputs.size(), 2u);
   EXPECT_EQ(g.stateInputs[0].type.str(), "tensor<batch x past x 6 x f32>");
-  EXPECT_EQ(g.stateOutputs[1].type.str(), "tensor<batch x (past + seq) x 4 x f32>");
+  EXPECT_EQ(g.stateOutputs[1].type.str(),
+            "tensor<batch x (past + seq) x 4 x f32>");
   EXPECT_DOUBLE_EQ(computeModelFacts(c.module()).kvBytesPerToken(16),
                    (6 + 4) * 2);
 

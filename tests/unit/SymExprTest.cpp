@@ -50,7 +50,8 @@ TEST(SymExpr, ExactDivision) {
 
 TEST(TensorType, Printing) {
   using namespace archc::ir;
-  TensorType t(DType::BF16, {SymExpr::symbol("batch"), SymExpr::symbol("seq"), 4096});
+  TensorType t(DType::BF16,
+               {SymExpr::symbol("batch"), SymExpr::symbol("seq"), 4096});
   EXPECT_EQ(t.str(), "tensor<batch x seq x 4096 x bf16>");
   EXPECT_EQ(TensorType(DType::F32, {}).str(), "tensor<f32>");
   EXPECT_EQ(TensorType::unknown().str(), "?");

@@ -24,7 +24,8 @@ struct Fixture {
   }
   void ret(std::vector<Value *> v) {
     op(OpKind::Return, std::move(v), 0);
-    m.graph.outputNames.assign(m.graph.body.getTerminator()->getNumOperands(), "y");
+    m.graph.outputNames.assign(m.graph.body.getTerminator()->getNumOperands(),
+                               "y");
   }
   std::string errors() const {
     std::string s;
@@ -33,7 +34,9 @@ struct Fixture {
     return s;
   }
 };
-TensorType f32(std::vector<SymExpr> d) { return TensorType(DType::F32, std::move(d)); }
+TensorType f32(std::vector<SymExpr> d) {
+  return TensorType(DType::F32, std::move(d));
+}
 } // namespace
 
 TEST(Verifier, AcceptsWellFormedGraph) {
@@ -73,7 +76,8 @@ TEST(Verifier, RejectsUndeclaredWeight) {
   p->getResult()->type = f32({4});
   f.ret({p->getResult()});
   EXPECT_FALSE(verifyModule(f.m, f.diags));
-  EXPECT_NE(f.errors().find("weight 'w' has no declaration"), std::string::npos);
+  EXPECT_NE(f.errors().find("weight 'w' has no declaration"),
+            std::string::npos);
 }
 
 TEST(Verifier, RejectsMissingTerminator) {

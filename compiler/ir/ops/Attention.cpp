@@ -38,29 +38,30 @@ bool verifyAttention(const Op &op, DiagnosticEngine &d) {
                                  std::holds_alternative<std::string>(it->second)
                              ? std::get<std::string>(it->second)
                              : "default";
-      static const char *known[] = {"default", "linear", "dynamic", "llama3",
-                                    "yarn",    "longrope"};
+      static const char *known[] = {"default", "linear", "dynamic",
+                                    "llama3",  "yarn",   "longrope"};
       bool ok = false;
       for (const char *k : known)
         ok |= type == k;
       if (!ok) {
-        reportOpError(d, op, fmt::format("unsupported rope scaling type "
-                                         "'{}' (supported: default, linear, "
-                                         "dynamic, llama3, yarn, longrope)",
-                                         type));
+        reportOpError(d, op,
+                      fmt::format("unsupported rope scaling type "
+                                  "'{}' (supported: default, linear, "
+                                  "dynamic, llama3, yarn, longrope)",
+                                  type));
         return false;
       }
     }
     return true;
   }
   case OpKind::Attention: {
-    size_t want = 3 + (op.getBool("sinks") ? 1 : 0) +
-                  (op.getBool("extra") ? 2 : 0) +
-                  (op.getBool("extra_mask") ? 1 : 0) +
-                  (op.getBool("masked") ? 1 : 0);
+    size_t want =
+        3 + (op.getBool("sinks") ? 1 : 0) + (op.getBool("extra") ? 2 : 0) +
+        (op.getBool("extra_mask") ? 1 : 0) + (op.getBool("masked") ? 1 : 0);
     if (op.getNumOperands() != want) {
-      reportOpError(d, op, fmt::format("expects {} operands, has {}", want,
-                                       op.getNumOperands()));
+      reportOpError(d, op,
+                    fmt::format("expects {} operands, has {}", want,
+                                op.getNumOperands()));
       return false;
     }
     if (op.hasAttr("window") && op.getInt("window") <= 0) {
@@ -80,8 +81,9 @@ bool verifyAttention(const Op &op, DiagnosticEngine &d) {
   case OpKind::MlaAttention: {
     size_t want = 5 + (op.getBool("masked") ? 1 : 0);
     if (op.getNumOperands() != want) {
-      reportOpError(d, op, fmt::format("expects {} operands, has {}", want,
-                                       op.getNumOperands()));
+      reportOpError(d, op,
+                    fmt::format("expects {} operands, has {}", want,
+                                op.getNumOperands()));
       return false;
     }
     if (op.getInt("v_dim", 0) <= 0) {
@@ -108,28 +110,31 @@ bool inferAttention(Op &op, DiagnosticEngine &d) {
     const TensorType &x = op.getOperand(0)->type;
     const TensorType &p = op.getOperand(1)->type;
     if (x.rank() != 4) {
-      reportOpError(d, op, fmt::format("expects x as [batch, seq, heads, "
-                                       "head_dim], got {}",
-                                       x.str()));
+      reportOpError(d, op,
+                    fmt::format("expects x as [batch, seq, heads, "
+                                "head_dim], got {}",
+                                x.str()));
       return false;
     }
     if (p.dtype != DType::I64 && p.dtype != DType::I32) {
-      reportOpError(d, op, fmt::format("positions must be integers, got {}",
-                                       p.str()));
+      reportOpError(d, op,
+                    fmt::format("positions must be integers, got {}", p.str()));
       return false;
     }
     if (p.rank() != 2 || p.dims[0] != x.dims[0] || p.dims[1] != x.dims[1]) {
-      reportOpError(d, op, fmt::format("positions {} do not match [batch, "
-                                       "seq] of {}",
-                                       p.str(), x.str()));
+      reportOpError(d, op,
+                    fmt::format("positions {} do not match [batch, "
+                                "seq] of {}",
+                                p.str(), x.str()));
       return false;
     }
     auto headDim = x.dims[3].getConstant();
     int64_t rot = op.getInt("dim", headDim.value_or(0));
     if (!headDim || rot <= 0 || rot > *headDim || rot % 2) {
-      reportOpError(d, op, fmt::format("rotary dim {} must be even and at most "
-                                       "the head dim of {}",
-                                       rot, x.str()));
+      reportOpError(d, op,
+                    fmt::format("rotary dim {} must be even and at most "
+                                "the head dim of {}",
+                                rot, x.str()));
       return false;
     }
     op.getResult()->type = x;
@@ -140,9 +145,10 @@ bool inferAttention(Op &op, DiagnosticEngine &d) {
     const TensorType &k = op.getOperand(1)->type;
     const TensorType &v = op.getOperand(2)->type;
     if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
-      reportOpError(d, op, fmt::format("expects q, k, v as [batch, seq, "
-                                       "heads, head_dim], got {}, {}, {}",
-                                       q.str(), k.str(), v.str()));
+      reportOpError(d, op,
+                    fmt::format("expects q, k, v as [batch, seq, "
+                                "heads, head_dim], got {}, {}, {}",
+                                q.str(), k.str(), v.str()));
       return false;
     }
     if (q.dtype != k.dtype || q.dtype != v.dtype) {
@@ -154,31 +160,35 @@ bool inferAttention(Op &op, DiagnosticEngine &d) {
       return false;
     }
     if (k.dims[1] != v.dims[1] || k.dims[2] != v.dims[2]) {
-      reportOpError(d, op, fmt::format("k {} and v {} must agree in length "
-                                       "and heads",
-                                       k.str(), v.str()));
+      reportOpError(d, op,
+                    fmt::format("k {} and v {} must agree in length "
+                                "and heads",
+                                k.str(), v.str()));
       return false;
     }
     if (q.dims[3] != k.dims[3]) {
-      reportOpError(d, op, fmt::format("query head dim {} differs from key "
-                                       "head dim {}",
-                                       q.dims[3].str(), k.dims[3].str()));
+      reportOpError(d, op,
+                    fmt::format("query head dim {} differs from key "
+                                "head dim {}",
+                                q.dims[3].str(), k.dims[3].str()));
       return false;
     }
     auto h = q.dims[2].getConstant(), hk = k.dims[2].getConstant();
     if (!h || !hk || *hk <= 0 || *h % *hk != 0) {
-      reportOpError(d, op, fmt::format("query heads {} must be a multiple of "
-                                       "key/value heads {}",
-                                       q.dims[2].str(), k.dims[2].str()));
+      reportOpError(d, op,
+                    fmt::format("query heads {} must be a multiple of "
+                                "key/value heads {}",
+                                q.dims[2].str(), k.dims[2].str()));
       return false;
     }
     size_t next = 3;
     if (op.getBool("sinks")) {
       const TensorType &s = op.getOperand(next++)->type;
       if (s.rank() != 1 || s.dims[0] != q.dims[2]) {
-        reportOpError(d, op, fmt::format("sinks {} must be one value per "
-                                         "query head ({})",
-                                         s.str(), q.dims[2].str()));
+        reportOpError(d, op,
+                      fmt::format("sinks {} must be one value per "
+                                  "query head ({})",
+                                  s.str(), q.dims[2].str()));
         return false;
       }
     }
@@ -187,36 +197,37 @@ bool inferAttention(Op &op, DiagnosticEngine &d) {
       const TensorType &ev = op.getOperand(next++)->type;
       if (ek.rank() != 4 || ev.rank() != 4 || ek.dtype != q.dtype ||
           ev.dtype != q.dtype || ek.dims != k.dims || ev.dims != v.dims) {
-        reportOpError(d, op, fmt::format("extra keys {} and values {} must "
-                                         "have the types of k {} and v {} "
-                                         "(the same key positions)",
-                                         ek.str(), ev.str(), k.str(),
-                                         v.str()));
+        reportOpError(d, op,
+                      fmt::format("extra keys {} and values {} must "
+                                  "have the types of k {} and v {} "
+                                  "(the same key positions)",
+                                  ek.str(), ev.str(), k.str(), v.str()));
         return false;
       }
     }
     if (op.getBool("extra_mask")) {
       const TensorType &em = op.getOperand(next++)->type;
-      bool perKey = em.rank() == 2 && em.dims[0] == q.dims[0] &&
-                    em.dims[1] == k.dims[1];
+      bool perKey =
+          em.rank() == 2 && em.dims[0] == q.dims[0] && em.dims[1] == k.dims[1];
       bool perQuery = em.rank() == 3 && em.dims[0] == q.dims[0] &&
                       em.dims[1] == q.dims[1] && em.dims[2] == k.dims[1];
       if (em.dtype != DType::Bool || !(perKey || perQuery)) {
-        reportOpError(d, op, fmt::format("extra_mask {} must be bool [batch, "
-                                         "keys] or [batch, seq, keys] = "
-                                         "[{}, {}, {}]",
-                                         em.str(), q.dims[0].str(),
-                                         q.dims[1].str(), k.dims[1].str()));
+        reportOpError(d, op,
+                      fmt::format("extra_mask {} must be bool [batch, "
+                                  "keys] or [batch, seq, keys] = "
+                                  "[{}, {}, {}]",
+                                  em.str(), q.dims[0].str(), q.dims[1].str(),
+                                  k.dims[1].str()));
         return false;
       }
     }
     if (op.getBool("masked")) {
       const TensorType &m = op.getOperand(next++)->type;
       if (m.rank() != 2 || m.dims[0] != q.dims[0] || m.dims[1] != k.dims[1]) {
-        reportOpError(d, op, fmt::format("mask {} must be [batch, keys] = "
-                                         "[{}, {}]",
-                                         m.str(), q.dims[0].str(),
-                                         k.dims[1].str()));
+        reportOpError(d, op,
+                      fmt::format("mask {} must be [batch, keys] = "
+                                  "[{}, {}]",
+                                  m.str(), q.dims[0].str(), k.dims[1].str()));
         return false;
       }
     }
@@ -230,66 +241,71 @@ bool inferAttention(Op &op, DiagnosticEngine &d) {
     const TensorType &lat = op.getOperand(2)->type;
     const TensorType &kr = op.getOperand(3)->type;
     const TensorType &w = op.getOperand(4)->type;
-    if (qn.rank() != 4 || qr.rank() != 4 || lat.rank() != 3 ||
-        kr.rank() != 3 || w.rank() != 2) {
-      reportOpError(d, op, fmt::format("expects q_nope, q_pe [batch, seq, "
-                                       "heads, d], latent, k_pe [batch, "
-                                       "keys, d] and kv_weight [out, c], got "
-                                       "{}, {}, {}, {}, {}",
-                                       qn.str(), qr.str(), lat.str(),
-                                       kr.str(), w.str()));
+    if (qn.rank() != 4 || qr.rank() != 4 || lat.rank() != 3 || kr.rank() != 3 ||
+        w.rank() != 2) {
+      reportOpError(d, op,
+                    fmt::format("expects q_nope, q_pe [batch, seq, "
+                                "heads, d], latent, k_pe [batch, "
+                                "keys, d] and kv_weight [out, c], got "
+                                "{}, {}, {}, {}, {}",
+                                qn.str(), qr.str(), lat.str(), kr.str(),
+                                w.str()));
       return false;
     }
     if (qn.dims[0] != qr.dims[0] || qn.dims[1] != qr.dims[1] ||
         qn.dims[2] != qr.dims[2]) {
-      reportOpError(d, op, fmt::format("q_nope {} and q_pe {} must agree in "
-                                       "batch, seq and heads",
-                                       qn.str(), qr.str()));
+      reportOpError(d, op,
+                    fmt::format("q_nope {} and q_pe {} must agree in "
+                                "batch, seq and heads",
+                                qn.str(), qr.str()));
       return false;
     }
     if (lat.dims[0] != qn.dims[0] || kr.dims[0] != qn.dims[0] ||
         lat.dims[1] != kr.dims[1]) {
-      reportOpError(d, op, fmt::format("latent {} and k_pe {} must agree in "
-                                       "batch and length with q {}",
-                                       lat.str(), kr.str(), qn.str()));
+      reportOpError(d, op,
+                    fmt::format("latent {} and k_pe {} must agree in "
+                                "batch and length with q {}",
+                                lat.str(), kr.str(), qn.str()));
       return false;
     }
     if (kr.dims[2] != qr.dims[3]) {
-      reportOpError(d, op, fmt::format("k_pe {} and q_pe {} rope dims differ",
-                                       kr.str(), qr.str()));
+      reportOpError(d, op,
+                    fmt::format("k_pe {} and q_pe {} rope dims differ",
+                                kr.str(), qr.str()));
       return false;
     }
     auto h = qn.dims[2].getConstant(), dn = qn.dims[3].getConstant();
     int64_t dv = op.getInt("v_dim", 0);
     if (!h || !dn || w.dims[1] != lat.dims[2] ||
         w.dims[0] != SymExpr(*h * (*dn + dv))) {
-      reportOpError(d, op, fmt::format("kv_weight {} must be [heads * "
-                                       "(nope + v_dim), c] = [{} * ({} + "
-                                       "{}), {}]",
-                                       w.str(), qn.dims[2].str(),
-                                       qn.dims[3].str(), dv,
-                                       lat.dims[2].str()));
+      reportOpError(d, op,
+                    fmt::format("kv_weight {} must be [heads * "
+                                "(nope + v_dim), c] = [{} * ({} + "
+                                "{}), {}]",
+                                w.str(), qn.dims[2].str(), qn.dims[3].str(), dv,
+                                lat.dims[2].str()));
       return false;
     }
     if (op.getBool("masked")) {
       const TensorType &m = op.getOperand(5)->type;
       if (m.rank() != 2 || m.dims[0] != qn.dims[0] ||
           m.dims[1] != lat.dims[1]) {
-        reportOpError(d, op, fmt::format("mask {} must be [batch, keys]",
-                                         m.str()));
+        reportOpError(d, op,
+                      fmt::format("mask {} must be [batch, keys]", m.str()));
         return false;
       }
     }
-    op.getResult()->type = TensorType(
-        qn.dtype, {qn.dims[0], qn.dims[1], qn.dims[2], SymExpr(dv)});
+    op.getResult()->type =
+        TensorType(qn.dtype, {qn.dims[0], qn.dims[1], qn.dims[2], SymExpr(dv)});
     return true;
   }
   case OpKind::Cache: {
     const TensorType &x = op.getOperand(0)->type;
     if (x.rank() < 2) {
-      reportOpError(d, op, fmt::format("state must be [batch, seq, ...], got "
-                                       "{}",
-                                       x.str()));
+      reportOpError(d, op,
+                    fmt::format("state must be [batch, seq, ...], got "
+                                "{}",
+                                x.str()));
       return false;
     }
     if (op.getNumOperands() == 1) {
@@ -308,9 +324,10 @@ bool inferAttention(Op &op, DiagnosticEngine &d) {
       if (i != seqPos && past.dims[i] != x.dims[layout[i]])
         ok = false;
     if (!ok) {
-      reportOpError(d, op, fmt::format("past state {} does not match {} in "
-                                       "storage layout",
-                                       past.str(), x.str()));
+      reportOpError(d, op,
+                    fmt::format("past state {} does not match {} in "
+                                "storage layout",
+                                past.str(), x.str()));
       return false;
     }
     TensorType full = x;

@@ -15,16 +15,17 @@ namespace archc::ir {
 bool verifyElementwise(const Op &op, DiagnosticEngine &d) {
   size_t want = op.getFamily() == OpFamily::Binary ? 2 : 1;
   if (op.getNumOperands() != want || op.getNumResults() != 1) {
-    reportOpError(d, op, fmt::format("expects {} operand(s) and 1 result",
-                                     want));
+    reportOpError(d, op,
+                  fmt::format("expects {} operand(s) and 1 result", want));
     return false;
   }
   if (op.getKind() == OpKind::Gelu) {
     std::string a = op.getString("approximate", "none");
     if (a != "none" && a != "tanh") {
-      reportOpError(d, op, fmt::format("approximate must be \"none\" or "
-                                       "\"tanh\", got \"{}\"",
-                                       a));
+      reportOpError(d, op,
+                    fmt::format("approximate must be \"none\" or "
+                                "\"tanh\", got \"{}\"",
+                                a));
       return false;
     }
   }
@@ -63,15 +64,17 @@ bool inferElementwise(Op &op, DiagnosticEngine &d) {
       else if (a.rank() == 0 && bInt && integralConst(op.getOperand(0)))
         dt = b.dtype;
       else {
-        reportOpError(d, op, fmt::format("element types differ: {} and {}",
-                                         a.str(), b.str()));
+        reportOpError(
+            d, op,
+            fmt::format("element types differ: {} and {}", a.str(), b.str()));
         return false;
       }
     }
     std::vector<SymExpr> dims;
     if (!broadcastShapes(a.dims, b.dims, dims)) {
-      reportOpError(d, op, fmt::format("shapes {} and {} do not broadcast",
-                                       a.str(), b.str()));
+      reportOpError(
+          d, op,
+          fmt::format("shapes {} and {} do not broadcast", a.str(), b.str()));
       return false;
     }
     op.getResult()->type = TensorType(dt, dims);
@@ -80,14 +83,15 @@ bool inferElementwise(Op &op, DiagnosticEngine &d) {
   if (op.getKind() == OpKind::Softmax) {
     size_t axis;
     if (!normalizeAxis(op.getInt("axis", -1), a.rank(), axis)) {
-      reportOpError(d, op, fmt::format("axis {} is out of range for {}",
-                                       op.getInt("axis", -1), a.str()));
+      reportOpError(d, op,
+                    fmt::format("axis {} is out of range for {}",
+                                op.getInt("axis", -1), a.str()));
       return false;
     }
   }
   if (op.getKind() != OpKind::Cast && !isFloat(a.dtype)) {
-    reportOpError(d, op, fmt::format("needs a floating-point tensor, got {}",
-                                     a.str()));
+    reportOpError(
+        d, op, fmt::format("needs a floating-point tensor, got {}", a.str()));
     return false;
   }
   TensorType r = a;

@@ -45,14 +45,16 @@ static bool inferMatMul(Op &op, DiagnosticEngine &d) {
   const TensorType &b = op.getOperand(1)->type;
   bool transB = op.getBool("transpose_b");
   if (a.dtype != b.dtype) {
-    reportOpError(d, op, fmt::format("element types differ: {} and {}",
-                                     a.str(), b.str()));
+    reportOpError(
+        d, op,
+        fmt::format("element types differ: {} and {}", a.str(), b.str()));
     return false;
   }
   if (a.rank() < 1 || b.rank() < 2) {
-    reportOpError(d, op, fmt::format("needs a tensor of rank >= 1 and a "
-                                     "matrix, got {} and {}",
-                                     a.str(), b.str()));
+    reportOpError(d, op,
+                  fmt::format("needs a tensor of rank >= 1 and a "
+                              "matrix, got {} and {}",
+                              a.str(), b.str()));
     return false;
   }
   const SymExpr &k = a.dims.back();
@@ -80,9 +82,10 @@ static bool inferMatMul(Op &op, DiagnosticEngine &d) {
     std::vector<SymExpr> ba(a.dims.begin(), a.dims.end() - 2),
         bb(b.dims.begin(), b.dims.end() - 2);
     if (!broadcastShapes(ba, bb, dims)) {
-      reportOpError(d, op, fmt::format("batch dims of {} and {} do not "
-                                       "broadcast",
-                                       a.str(), b.str()));
+      reportOpError(d, op,
+                    fmt::format("batch dims of {} and {} do not "
+                                "broadcast",
+                                a.str(), b.str()));
       return false;
     }
     dims.push_back(a.dims[a.rank() - 2]);
@@ -100,8 +103,8 @@ bool inferLinear(Op &op, DiagnosticEngine &d) {
     const TensorType &t = op.getOperand(0)->type;
     const TensorType &i = op.getOperand(1)->type;
     if (i.dtype != DType::I64 && i.dtype != DType::I32) {
-      reportOpError(d, op, fmt::format("indices must be integers, got {}",
-                                       i.str()));
+      reportOpError(d, op,
+                    fmt::format("indices must be integers, got {}", i.str()));
       return false;
     }
     if (t.rank() < 1) {
@@ -117,8 +120,8 @@ bool inferLinear(Op &op, DiagnosticEngine &d) {
   case OpKind::LayerNorm: {
     const TensorType &x = op.getOperand(0)->type;
     if (x.rank() < 1 || !isFloat(x.dtype)) {
-      reportOpError(d, op, fmt::format("needs a floating-point tensor, got {}",
-                                       x.str()));
+      reportOpError(
+          d, op, fmt::format("needs a floating-point tensor, got {}", x.str()));
       return false;
     }
     for (size_t k = 1; k < op.getNumOperands(); ++k) {

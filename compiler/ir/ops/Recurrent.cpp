@@ -49,8 +49,9 @@ bool checkPastState(const Op &op, size_t &next, const TensorType &state,
   const TensorType &past = op.getOperand(next++)->type;
   if (past == state)
     return true;
-  reportOpError(d, op, fmt::format("past state {} does not match the state {}",
-                                   past.str(), state.str()));
+  reportOpError(d, op,
+                fmt::format("past state {} does not match the state {}",
+                            past.str(), state.str()));
   return false;
 }
 
@@ -65,16 +66,17 @@ bool recurrentStateType(const Op &op, TensorType &out) {
       return false;
   if (op.getKind() == OpKind::CausalConv) {
     const TensorType &x = op.getOperand(0)->type;
-    out = TensorType(x.dtype, {x.dims[0], x.dims[2],
-                               SymExpr(convKernel(op.getOperand(1)->type) - 1)});
+    out =
+        TensorType(x.dtype, {x.dims[0], x.dims[2],
+                             SymExpr(convKernel(op.getOperand(1)->type) - 1)});
     return true;
   }
   if (op.getKind() == OpKind::Compress) {
     const TensorType &kv = op.getOperand(0)->type;
     int64_t ratio = op.getInt("ratio", 0);
     int64_t window = op.getBool("overlap") ? 2 * ratio : ratio;
-    out = TensorType(DType::F32, {kv.dims[0], SymExpr(window - 1),
-                                  kv.dims[2] * SymExpr(2)});
+    out = TensorType(
+        DType::F32, {kv.dims[0], SymExpr(window - 1), kv.dims[2] * SymExpr(2)});
     return true;
   }
   if (op.getKind() == OpKind::DeltaRule) {
@@ -90,8 +92,9 @@ bool verifyRecurrent(const Op &op, DiagnosticEngine &d) {
   size_t want = baseOperandCount(op) + (op.getBool("has_past") ? 1 : 0) +
                 (op.getBool("masked") ? 1 : 0);
   if (op.getNumOperands() != want) {
-    reportOpError(d, op, fmt::format("expects {} operands, has {}", want,
-                                     op.getNumOperands()));
+    reportOpError(
+        d, op,
+        fmt::format("expects {} operands, has {}", want, op.getNumOperands()));
     return false;
   }
   std::string state = op.getString("state");
@@ -101,14 +104,16 @@ bool verifyRecurrent(const Op &op, DiagnosticEngine &d) {
   }
   if (op.getKind() == OpKind::Compress) {
     if (op.getInt("ratio", 0) < 2) {
-      reportOpError(d, op, fmt::format("ratio must be at least 2, got {}",
-                                       op.getInt("ratio", 0)));
+      reportOpError(d, op,
+                    fmt::format("ratio must be at least 2, got {}",
+                                op.getInt("ratio", 0)));
       return false;
     }
     size_t results = 2 + (op.getBool("has_past") ? 1 : 0);
     if (op.getNumResults() != results) {
-      reportOpError(d, op, fmt::format("expects {} results, has {}", results,
-                                       op.getNumResults()));
+      reportOpError(d, op,
+                    fmt::format("expects {} results, has {}", results,
+                                op.getNumResults()));
       return false;
     }
   }
@@ -123,26 +128,29 @@ bool inferCompress(Op &op, DiagnosticEngine &d) {
   int64_t ratio = op.getInt("ratio");
   bool overlap = op.getBool("overlap");
   if (kv.rank() != 3 || kv != gate || !isFloat(kv.dtype)) {
-    reportOpError(d, op, fmt::format("expects kv and gate as float [batch, "
-                                     "seq, channels] of one type, got {} "
-                                     "and {}",
-                                     kv.str(), gate.str()));
+    reportOpError(d, op,
+                  fmt::format("expects kv and gate as float [batch, "
+                              "seq, channels] of one type, got {} "
+                              "and {}",
+                              kv.str(), gate.str()));
     return false;
   }
   auto channels = kv.dims[2].getConstant();
   if (!channels || (overlap && *channels % 2 != 0)) {
-    reportOpError(d, op, fmt::format("channels {} must be a constant{}",
-                                     kv.dims[2].str(),
-                                     overlap ? ", even with overlap (two "
-                                               "halves)"
-                                             : ""));
+    reportOpError(d, op,
+                  fmt::format("channels {} must be a constant{}",
+                              kv.dims[2].str(),
+                              overlap ? ", even with overlap (two "
+                                        "halves)"
+                                      : ""));
     return false;
   }
   if (ape.rank() != 2 || !isFloat(ape.dtype) || ape.dims[0] != SymExpr(ratio) ||
       ape.dims[1] != kv.dims[2]) {
-    reportOpError(d, op, fmt::format("ape {} must be [ratio, channels] = "
-                                     "[{}, {}]",
-                                     ape.str(), ratio, kv.dims[2].str()));
+    reportOpError(d, op,
+                  fmt::format("ape {} must be [ratio, channels] = "
+                              "[{}, {}]",
+                              ape.str(), ratio, kv.dims[2].str()));
     return false;
   }
   TensorType state;
@@ -154,8 +162,8 @@ bool inferCompress(Op &op, DiagnosticEngine &d) {
   if (op.getBool("masked")) {
     const TensorType &m = op.getOperand(next)->type;
     if (m.rank() != 2 || m.dims[0] != kv.dims[0]) {
-      reportOpError(d, op, fmt::format("mask {} must be [batch, keys]",
-                                       m.str()));
+      reportOpError(d, op,
+                    fmt::format("mask {} must be [batch, keys]", m.str()));
       return false;
     }
     keys = m.dims[1];
@@ -177,16 +185,18 @@ bool inferRecurrent(Op &op, DiagnosticEngine &d) {
     const TensorType &x = op.getOperand(0)->type;
     const TensorType &w = op.getOperand(1)->type;
     if (x.rank() != 3) {
-      reportOpError(d, op, fmt::format("expects x as [batch, seq, channels], "
-                                       "got {}",
-                                       x.str()));
+      reportOpError(d, op,
+                    fmt::format("expects x as [batch, seq, channels], "
+                                "got {}",
+                                x.str()));
       return false;
     }
     bool shapeOk = (w.rank() == 3 && w.dims[1] == SymExpr(1)) || w.rank() == 2;
     if (!shapeOk || w.dims[0] != x.dims[2] || convKernel(w) < 1) {
-      reportOpError(d, op, fmt::format("weight {} must be [channels, 1, "
-                                       "kernel] with channels = {}",
-                                       w.str(), x.dims[2].str()));
+      reportOpError(d, op,
+                    fmt::format("weight {} must be [channels, 1, "
+                                "kernel] with channels = {}",
+                                w.str(), x.dims[2].str()));
       return false;
     }
   } else {
@@ -196,27 +206,30 @@ bool inferRecurrent(Op &op, DiagnosticEngine &d) {
     const TensorType &g = op.getOperand(3)->type;
     const TensorType &beta = op.getOperand(4)->type;
     if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4 || q != k) {
-      reportOpError(d, op, fmt::format("expects q, k [batch, seq, key_heads, "
-                                       "dk] of one type and v [batch, seq, "
-                                       "value_heads, dv], got {}, {}, {}",
-                                       q.str(), k.str(), v.str()));
+      reportOpError(d, op,
+                    fmt::format("expects q, k [batch, seq, key_heads, "
+                                "dk] of one type and v [batch, seq, "
+                                "value_heads, dv], got {}, {}, {}",
+                                q.str(), k.str(), v.str()));
       return false;
     }
     auto hk = k.dims[2].getConstant(), hv = v.dims[2].getConstant();
     if (v.dims[0] != k.dims[0] || v.dims[1] != k.dims[1] || !hk || !hv ||
         *hk <= 0 || *hv % *hk != 0) {
-      reportOpError(d, op, fmt::format("v {} must share batch and seq with k "
-                                       "{}, with value heads a multiple of "
-                                       "key heads",
-                                       v.str(), k.str()));
+      reportOpError(d, op,
+                    fmt::format("v {} must share batch and seq with k "
+                                "{}, with value heads a multiple of "
+                                "key heads",
+                                v.str(), k.str()));
       return false;
     }
     std::vector<SymExpr> gate = {v.dims[0], v.dims[1], v.dims[2]};
     if (g.dims != gate || beta.dims != gate) {
-      reportOpError(d, op, fmt::format("g {} and beta {} must be [batch, "
-                                       "seq, value_heads] = [{}, {}, {}]",
-                                       g.str(), beta.str(), v.dims[0].str(),
-                                       v.dims[1].str(), v.dims[2].str()));
+      reportOpError(d, op,
+                    fmt::format("g {} and beta {} must be [batch, "
+                                "seq, value_heads] = [{}, {}, {}]",
+                                g.str(), beta.str(), v.dims[0].str(),
+                                v.dims[1].str(), v.dims[2].str()));
       return false;
     }
   }
@@ -224,12 +237,13 @@ bool inferRecurrent(Op &op, DiagnosticEngine &d) {
   recurrentStateType(op, state);
   if (!checkPastState(op, next, state, d))
     return false;
-  const TensorType &x = op.getOperand(op.getKind() == OpKind::CausalConv ? 0 : 2)->type;
+  const TensorType &x =
+      op.getOperand(op.getKind() == OpKind::CausalConv ? 0 : 2)->type;
   if (op.getBool("masked")) {
     const TensorType &m = op.getOperand(next)->type;
     if (m.rank() != 2 || m.dims[0] != x.dims[0]) {
-      reportOpError(d, op, fmt::format("mask {} must be [batch, keys]",
-                                       m.str()));
+      reportOpError(d, op,
+                    fmt::format("mask {} must be [batch, keys]", m.str()));
       return false;
     }
   }

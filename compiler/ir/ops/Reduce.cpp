@@ -34,8 +34,8 @@ bool verifyReduce(const Op &op, DiagnosticEngine &d) {
   if (op.getKind() == OpKind::TopkMask) {
     size_t want = 1 + (op.getBool("valid") ? 1 : 0);
     if (op.getNumOperands() != want || op.getNumResults() != 1) {
-      reportOpError(d, op, fmt::format("expects {} operand(s) and 1 result",
-                                       want));
+      reportOpError(d, op,
+                    fmt::format("expects {} operand(s) and 1 result", want));
       return false;
     }
     if (op.getInt("k", 0) <= 0) {
@@ -61,9 +61,10 @@ bool inferReduce(Op &op, DiagnosticEngine &d) {
   if (op.getKind() == OpKind::Sinkhorn) {
     if (x.rank() < 2 || !isFloat(x.dtype) ||
         x.dims[x.rank() - 1] != x.dims[x.rank() - 2]) {
-      reportOpError(d, op, fmt::format("expects float square matrices "
-                                       "[..., n, n], got {}",
-                                       x.str()));
+      reportOpError(d, op,
+                    fmt::format("expects float square matrices "
+                                "[..., n, n], got {}",
+                                x.str()));
       return false;
     }
     op.getResult()->type = x;
@@ -71,19 +72,20 @@ bool inferReduce(Op &op, DiagnosticEngine &d) {
   }
   if (op.getKind() == OpKind::TopkMask) {
     if (x.rank() != 3 || !isFloat(x.dtype)) {
-      reportOpError(d, op, fmt::format("expects float scores [batch, seq, "
-                                       "keys], got {}",
-                                       x.str()));
+      reportOpError(d, op,
+                    fmt::format("expects float scores [batch, seq, "
+                                "keys], got {}",
+                                x.str()));
       return false;
     }
     if (op.getBool("valid")) {
       const TensorType &v = op.getOperand(1)->type;
       if (v.dtype != DType::Bool || v.rank() != 2 || v.dims[0] != x.dims[0] ||
           v.dims[1] != x.dims[2]) {
-        reportOpError(d, op, fmt::format("valid {} must be bool [batch, keys] "
-                                         "= [{}, {}]",
-                                         v.str(), x.dims[0].str(),
-                                         x.dims[2].str()));
+        reportOpError(d, op,
+                      fmt::format("valid {} must be bool [batch, keys] "
+                                  "= [{}, {}]",
+                                  v.str(), x.dims[0].str(), x.dims[2].str()));
         return false;
       }
     }
@@ -91,16 +93,16 @@ bool inferReduce(Op &op, DiagnosticEngine &d) {
     return true;
   }
   if (!isFloat(x.dtype)) {
-    reportOpError(d, op, fmt::format("needs a floating-point tensor, got {}",
-                                     x.str()));
+    reportOpError(
+        d, op, fmt::format("needs a floating-point tensor, got {}", x.str()));
     return false;
   }
   std::set<size_t> reduced;
   for (int64_t a : *op.getAttr<std::vector<int64_t>>("axes")) {
     size_t axis;
     if (!normalizeAxis(a, x.rank(), axis)) {
-      reportOpError(d, op, fmt::format("axis {} is out of range for {}", a,
-                                       x.str()));
+      reportOpError(d, op,
+                    fmt::format("axis {} is out of range for {}", a, x.str()));
       return false;
     }
     if (!reduced.insert(axis).second) {

@@ -22,7 +22,8 @@ bool verifyShapeOp(const Op &op, DiagnosticEngine &d) {
     reportOpError(d, op, "expects at least one operand");
     return false;
   }
-  if (op.getKind() == OpKind::Reshape && !op.getAttr<std::vector<SymExpr>>("shape")) {
+  if (op.getKind() == OpKind::Reshape &&
+      !op.getAttr<std::vector<SymExpr>>("shape")) {
     reportOpError(d, op, "needs a shape attribute");
     return false;
   }
@@ -61,9 +62,10 @@ bool inferShapeOp(Op &op, DiagnosticEngine &d) {
     if (!perm || perm->size() != x.rank() || seen.size() != x.rank() ||
         *seen.begin() != 0 ||
         *seen.rbegin() != static_cast<int64_t>(x.rank()) - 1) {
-      reportOpError(d, op, fmt::format("perm is not a permutation of the {} "
-                                       "axes of {}",
-                                       x.rank(), x.str()));
+      reportOpError(d, op,
+                    fmt::format("perm is not a permutation of the {} "
+                                "axes of {}",
+                                x.rank(), x.str()));
       return false;
     }
     std::vector<SymExpr> dims;
@@ -75,8 +77,9 @@ bool inferShapeOp(Op &op, DiagnosticEngine &d) {
   case OpKind::Split: {
     size_t axis;
     if (!normalizeAxis(op.getInt("axis", -1), x.rank(), axis)) {
-      reportOpError(d, op, fmt::format("axis {} is out of range for {}",
-                                       op.getInt("axis", -1), x.str()));
+      reportOpError(d, op,
+                    fmt::format("axis {} is out of range for {}",
+                                op.getInt("axis", -1), x.str()));
       return false;
     }
     const auto &sizes = *op.getAttr<std::vector<int64_t>>("sizes");
@@ -89,10 +92,10 @@ bool inferShapeOp(Op &op, DiagnosticEngine &d) {
       total += s;
     }
     if (x.dims[axis] != SymExpr(total)) {
-      reportOpError(d, op, fmt::format("sizes add up to {} but axis {} of {} "
-                                       "has {}",
-                                       total, axis, x.str(),
-                                       x.dims[axis].str()));
+      reportOpError(d, op,
+                    fmt::format("sizes add up to {} but axis {} of {} "
+                                "has {}",
+                                total, axis, x.str(), x.dims[axis].str()));
       return false;
     }
     for (size_t k = 0; k < sizes.size(); ++k) {
@@ -105,8 +108,9 @@ bool inferShapeOp(Op &op, DiagnosticEngine &d) {
   case OpKind::Concat: {
     size_t axis;
     if (!normalizeAxis(op.getInt("axis", -1), x.rank(), axis)) {
-      reportOpError(d, op, fmt::format("axis {} is out of range for {}",
-                                       op.getInt("axis", -1), x.str()));
+      reportOpError(d, op,
+                    fmt::format("axis {} is out of range for {}",
+                                op.getInt("axis", -1), x.str()));
       return false;
     }
     TensorType r = x;
@@ -117,9 +121,10 @@ bool inferShapeOp(Op &op, DiagnosticEngine &d) {
         if (i != axis && y.dims[i] != x.dims[i])
           ok = false;
       if (!ok) {
-        reportOpError(d, op, fmt::format("operand {} ({}) does not match {} "
-                                         "outside axis {}",
-                                         k, y.str(), x.str(), axis));
+        reportOpError(d, op,
+                      fmt::format("operand {} ({}) does not match {} "
+                                  "outside axis {}",
+                                  k, y.str(), x.str(), axis));
         return false;
       }
       r.dims[axis] = r.dims[axis] + y.dims[axis];
@@ -129,9 +134,10 @@ bool inferShapeOp(Op &op, DiagnosticEngine &d) {
   }
   case OpKind::ExpertSlice: {
     if (x.rank() < 2) {
-      reportOpError(d, op, fmt::format("expects a stacked [experts, ...] "
-                                       "tensor, got {}",
-                                       x.str()));
+      reportOpError(d, op,
+                    fmt::format("expects a stacked [experts, ...] "
+                                "tensor, got {}",
+                                x.str()));
       return false;
     }
     TensorType r = x;
@@ -142,16 +148,18 @@ bool inferShapeOp(Op &op, DiagnosticEngine &d) {
   case OpKind::Slice: {
     size_t axis;
     if (!normalizeAxis(op.getInt("axis"), x.rank(), axis)) {
-      reportOpError(d, op, fmt::format("axis {} is out of range for {}",
-                                       op.getInt("axis"), x.str()));
+      reportOpError(d, op,
+                    fmt::format("axis {} is out of range for {}",
+                                op.getInt("axis"), x.str()));
       return false;
     }
     int64_t start = op.getInt("start"), end = op.getInt("end");
     auto dim = x.dims[axis].getConstant();
     if (start < 0 || end <= start || (dim && end > *dim)) {
-      reportOpError(d, op, fmt::format("range [{}, {}) is invalid for axis {} "
-                                       "of {}",
-                                       start, end, axis, x.str()));
+      reportOpError(d, op,
+                    fmt::format("range [{}, {}) is invalid for axis {} "
+                                "of {}",
+                                start, end, axis, x.str()));
       return false;
     }
     TensorType r = x;

@@ -60,9 +60,10 @@ bool verifyStructure(const Op &op, DiagnosticEngine &d) {
     for (size_t i = 0; covered && i < all.size(); ++i)
       covered = all[i] == begin + static_cast<int64_t>(i);
     if (!covered) {
-      reportOpError(d, op, fmt::format("layer kinds must cover layers {}..{} "
-                                       "exactly once",
-                                       begin, end));
+      reportOpError(d, op,
+                    fmt::format("layer kinds must cover layers {}..{} "
+                                "exactly once",
+                                begin, end));
       return false;
     }
     return true;
