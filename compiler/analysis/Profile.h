@@ -12,6 +12,7 @@
 #ifndef ARCHC_ANALYSIS_PROFILE_H
 #define ARCHC_ANALYSIS_PROFILE_H
 
+#include "ir/Cost.h"
 #include "ir/IR.h"
 
 #include <string>
@@ -31,23 +32,9 @@ struct Precision {
   double weightBits = 16, activationBits = 16, kvBits = 16;
 };
 
-/// Work and traffic of one op instance (or a sum of them).
-struct Cost {
-  double macs = 0;            ///< multiply-accumulates of matrix products
-  double matmulFlops = 0;     ///< 2 * macs (runs on matrix units)
-  double flops = 0;           ///< all FLOPs: matmulFlops + elementwise work
-  double transcendentals = 0; ///< exp/tanh/sqrt/... (part of flops)
-  double weightBytes = 0;     ///< weights read
-  double activationBytes = 0; ///< activations read and written
-  double kvReadBytes = 0;     ///< cache/state read
-  double kvWriteBytes = 0;    ///< cache/state written
-
-  double bytes() const {
-    return weightBytes + activationBytes + kvReadBytes + kvWriteBytes;
-  }
-  Cost &operator+=(const Cost &o);
-  Cost scaled(double k) const;
-};
+/// Work and traffic of one op instance (or a sum of them); each op's cost
+/// rule is part of its schema (ir/ops/*.cpp).
+using Cost = ir::OpCost;
 
 /// One op's cost, already multiplied by the number of layers it stands for.
 struct OpProfile {
@@ -104,9 +91,6 @@ struct ModelFacts {
   /// layers capped at their window, constant states included).
   double kvBytes(int64_t context, int64_t batch, double kvBits) const;
 };
-
-/// Expected distinct experts touched by `tokens` tokens, k of E each.
-double expectedDistinctExperts(int64_t experts, int64_t k, double tokens);
 
 /// The fraction of a value's key (sequence) positions that hold data: 1 for
 /// ordinary tensors, 1 / ratio for the entries of op.compress and every

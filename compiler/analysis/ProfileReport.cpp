@@ -51,14 +51,15 @@ std::map<std::string, int64_t> groupParams(const ir::Module &m) {
         int64_t per = 0;
         ir::walk(*region, [&](const ir::Op &o) {
           if (o.getKind() == ir::OpKind::Param)
-            per += elems(o.getString("name"));
+            per += elems(o.attr<std::string>("name"));
         });
         out[g] += per * static_cast<int64_t>(region->layers.size());
       }
       continue;
     }
     if (op->getKind() == ir::OpKind::Param)
-      out[seenRepeat ? "head" : "embedding"] += elems(op->getString("name"));
+      out[seenRepeat ? "head" : "embedding"] +=
+          elems(op->attr<std::string>("name"));
   }
   return out;
 }
@@ -66,7 +67,7 @@ std::map<std::string, int64_t> groupParams(const ir::Module &m) {
 std::string opLabel(const ir::Op &op, const SourceMgr &sm) {
   std::string s = op.getMnemonic();
   if (op.getKind() == ir::OpKind::Param)
-    s += " " + op.getString("name");
+    s += " " + op.attr<std::string>("name");
   SourceRange r = op.getLoc().range;
   // The outermost call site in the main file says more than a std line.
   for (const ir::InlineFrame *f = op.getLoc().inlinedAt.get(); f;

@@ -41,7 +41,7 @@ bool writeGenaiConfig(const ir::Module &m, const nlohmann::json &cfg,
     if (op.getKind() == ir::OpKind::Gather && hidden == 0)
       hidden = op.getResult()->type.dims.back().getConstant().value_or(0);
     if (op.getKind() == ir::OpKind::StateIn) {
-      std::string n = op.getString("name");
+      std::string n = op.attr<std::string>("name");
       layers.insert(n.substr(0, n.rfind('.')));
       keyValue |= n.size() > 4 && n.substr(n.size() - 4) == ".key";
     }

@@ -36,7 +36,7 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
   if (!computeRope(op, headDim, tables, error))
     return fail(op, error);
   int64_t rot = tables.rotaryDim, half = rot / 2;
-  bool interleaved = op.getBool("interleaved");
+  bool interleaved = op.attr<bool>("interleaved");
   const std::string &pos = in(op.getOperand(1));
 
   std::string key = ir::attrStr(ir::Attr(std::vector<double>(
@@ -151,7 +151,7 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
 bool OnnxLowering::lowerCache(const ir::Op &op) {
   const ir::Value *x = op.getOperand(0);
   std::vector<int64_t> layout;
-  if (auto *l = op.getAttr<std::vector<int64_t>>("layout"))
+  if (auto *l = op.optAttr<std::vector<int64_t>>("layout"))
     layout = *l;
   else
     for (size_t i = 0; i < x->type.rank(); ++i)
@@ -163,7 +163,8 @@ bool OnnxLowering::lowerCache(const ir::Op &op) {
   std::string stored =
       identity ? in(x)
                : b.node("Transpose", {in(x)}, {OnnxAttr::list("perm", layout)});
-  if (op.getNumOperands() == 1) {
+  const ir::Value *past = op.operand("past");
+  if (!past) {
     def(op.getResult(0), in(x));
     storage[op.getResult(0)] = stored;
     return true;
@@ -172,7 +173,7 @@ bool OnnxLowering::lowerCache(const ir::Op &op) {
   for (size_t i = 0; i < layout.size(); ++i)
     if (layout[i] == 1)
       seqAxis = static_cast<int64_t>(i);
-  std::string present = b.node("Concat", {in(op.getOperand(1)), stored},
+  std::string present = b.node("Concat", {in(past), stored},
                                {OnnxAttr::integer("axis", seqAxis)});
   def(op.getResult(1), present);
   storage[op.getResult(0)] = present;
@@ -199,9 +200,10 @@ std::string OnnxLowering::storageOf(const ir::Value *v) {
 std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
                                       const std::string &keys, int64_t keysAxis,
                                       int64_t window) {
-  bool causal = attn.getBool("causal", true);
-  bool masked = attn.getBool("masked");
-  std::string padding = masked ? in(attn.operands.back()) : "";
+  bool causal = attn.attr<bool>("causal");
+  const ir::Value *mask = attn.operand("mask");
+  bool masked = mask != nullptr;
+  std::string padding = masked ? in(mask) : "";
   std::string key = std::to_string(causal) + "/" + std::to_string(window) +
                     "/" + padding + "/" + q;
   // Masks depend on lengths only, which every layer shares: key by the
@@ -271,37 +273,37 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
              {OnnxAttr::list("perm", {0, 1, 2, 4, 3})});
   std::string v5 =
       b.node("Unsqueeze", {storageOf(op.getOperand(2)), b.i64({2})});
-  double scale = op.hasAttr("scale") ? op.getFloat("scale")
-                                     : 1.0 / std::sqrt(static_cast<double>(d));
+  const double *scaleAttr = op.optAttr<double>("scale");
+  double scale =
+      scaleAttr ? *scaleAttr : 1.0 / std::sqrt(static_cast<double>(d));
+  const double *softcap = op.optAttr<double>("softcap");
+  const int64_t *window = op.optAttr<int64_t>("window");
   std::string scores = widen(b.node("MatMul", {q5, kT}));
   scores = b.node("Mul", {scores, b.f32Scalar(static_cast<float>(scale))});
-  if (op.hasAttr("softcap")) {
-    std::string c = b.f32Scalar(static_cast<float>(op.getFloat("softcap")));
+  if (softcap) {
+    std::string c = b.f32Scalar(static_cast<float>(*softcap));
     scores = b.node("Mul", {b.node("Tanh", {b.node("Div", {scores, c})}), c});
   }
-  std::string allowed = allowedMask(op, q, storageOf(op.getOperand(1)), 2,
-                                    op.getInt("window", 0));
+  std::string allowed =
+      allowedMask(op, q, storageOf(op.getOperand(1)), 2, window ? *window : 0);
   scores = b.node("Where", {allowed, scores, b.f32Scalar(-FLT_MAX)});
   // Extra keys at the same positions (compressed entries): causal and
   // padding masks without the window, and the op's extra mask.
-  size_t next = op.getBool("sinks") ? 4 : 3;
   std::string extraV5, keyLen;
-  if (op.getBool("extra")) {
-    const ir::Value *ek = op.getOperand(next), *ev = op.getOperand(next + 1);
-    next += 2;
+  if (const ir::Value *ek = op.operand("extra_k")) {
+    const ir::Value *ev = op.operand("extra_v");
     std::string ekT =
         b.node("Transpose", {b.node("Unsqueeze", {storageOf(ek), b.i64({2})})},
                {OnnxAttr::list("perm", {0, 1, 2, 4, 3})});
     extraV5 = b.node("Unsqueeze", {storageOf(ev), b.i64({2})});
     std::string extra = widen(b.node("MatMul", {q5, ekT}));
     extra = b.node("Mul", {extra, b.f32Scalar(static_cast<float>(scale))});
-    if (op.hasAttr("softcap")) {
-      std::string c = b.f32Scalar(static_cast<float>(op.getFloat("softcap")));
+    if (softcap) {
+      std::string c = b.f32Scalar(static_cast<float>(*softcap));
       extra = b.node("Mul", {b.node("Tanh", {b.node("Div", {extra, c})}), c});
     }
     std::string seen = allowedMask(op, q, storageOf(ek), 2, 0);
-    if (op.getBool("extra_mask")) {
-      const ir::Value *em = op.getOperand(next++);
+    if (const ir::Value *em = op.operand("extra_mask")) {
       std::vector<int64_t> axes = em->type.rank() == 2
                                       ? std::vector<int64_t>{1, 2, 3}
                                       : std::vector<int64_t>{1, 2};
@@ -313,9 +315,9 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
     scores = b.node("Concat", {scores, extra}, {OnnxAttr::integer("axis", -1)});
   }
   std::string probs;
-  if (op.getBool("sinks")) {
+  if (const ir::Value *sinkValue = op.operand("sinks")) {
     // One extra logit per head in the softmax denominator, then dropped.
-    std::string sinks = widen(in(op.getOperand(3)));
+    std::string sinks = widen(in(sinkValue));
     std::string sink5 =
         b.node("Reshape", {sinks, b.i64({1, hk, groups, 1, 1})});
     std::string shape = b.node("Shape", {scores});

@@ -39,7 +39,7 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
         int32_t to = onnxDType(ir::dtypeName(r->type.dtype));
         const ir::Op *c = v->getDefiningOp();
         ins.push_back(c && c->getKind() == OpKind::Const
-                          ? b.scalar(c->getFloat("value"), to)
+                          ? b.scalar(c->attr<double>("value"), to)
                           : castTo(x(i), to));
         continue;
       }
@@ -58,7 +58,7 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
   case OpKind::Gelu: {
     std::string v = widen(x(0));
     std::string inner;
-    if (op.getString("approximate", "none") == "tanh") {
+    if (op.attr<std::string>("approximate") == "tanh") {
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
       std::string cube = b.node("Mul", {v, b.node("Mul", {v, v})});
       std::string t =
@@ -77,8 +77,10 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
   }
   case OpKind::Clamp: {
     int32_t dt = onnxDType(ir::dtypeName(op.getOperand(0)->type.dtype));
-    std::string lo = op.hasAttr("min") ? b.scalar(op.getFloat("min"), dt) : "";
-    std::string hi = op.hasAttr("max") ? b.scalar(op.getFloat("max"), dt) : "";
+    const double *minV = op.optAttr<double>("min");
+    std::string lo = minV ? b.scalar(*minV, dt) : "";
+    const double *maxV = op.optAttr<double>("max");
+    std::string hi = maxV ? b.scalar(*maxV, dt) : "";
     def(r, b.node("Clip", {x(0), lo, hi}));
     return true;
   }
@@ -86,11 +88,12 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
     // A cast to the type the value already has is the value.
     def(r, op.getOperand(0)->type.dtype == r->type.dtype
                ? x(0)
-               : castTo(x(0), onnxDType(op.getString("dtype"))));
+               : castTo(x(0), onnxDType(op.attr<std::string>("dtype"))));
     return true;
   case OpKind::Softmax: {
-    std::string y = b.node("Softmax", {widen(x(0))},
-                           {OnnxAttr::integer("axis", op.getInt("axis", -1))});
+    std::string y =
+        b.node("Softmax", {widen(x(0))},
+               {OnnxAttr::integer("axis", op.attr<int64_t>("axis"))});
     def(r, narrowTo(y, r->type.dtype));
     return true;
   }
@@ -110,9 +113,9 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
     std::string inv = b.node(
         "Reciprocal",
         {b.node("Sqrt", {b.node("Add", {ms, b.f32Scalar(static_cast<float>(
-                                                op.getFloat("eps")))})})});
+                                                op.attr<double>("eps")))})})});
     std::string y = b.node("Mul", {x, inv});
-    double offset = op.getFloat("offset", 0.0);
+    double offset = op.attr<double>("offset");
     if (op.getNumOperands() > 1 && offset != 0.0) {
       // (offset + w) in float32 before the cast, as the zero-centred norms
       // of Gemma and Qwen3.5 do: 1 + w is not representable in half
@@ -144,7 +147,7 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
   std::string y = b.node(
       "LayerNormalization", ins,
       {OnnxAttr::integer("axis", -1),
-       OnnxAttr::real("epsilon", static_cast<float>(op.getFloat("eps")))});
+       OnnxAttr::real("epsilon", static_cast<float>(op.attr<double>("eps")))});
   def(op.getResult(), narrowTo(y, t.dtype));
   return true;
 }
@@ -159,7 +162,7 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
   }
   const ir::TensorType &at = op.getOperand(0)->type;
   const ir::TensorType &bt = op.getOperand(1)->type;
-  bool transB = op.getBool("transpose_b");
+  bool transB = op.attr<bool>("transpose_b");
   if (!transB) {
     def(op.getResult(), b.node("MatMul", {a, w}));
     return true;
@@ -242,14 +245,14 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
   }
   case OpKind::Transpose:
     def(op.getResult(),
-        b.node("Transpose", {x},
-               {OnnxAttr::list("perm",
-                               *op.getAttr<std::vector<int64_t>>("perm"))}));
+        b.node(
+            "Transpose", {x},
+            {OnnxAttr::list("perm", op.attr<std::vector<int64_t>>("perm"))}));
     return true;
   case OpKind::Split: {
-    const auto &sizes = *op.getAttr<std::vector<int64_t>>("sizes");
+    const auto &sizes = op.attr<std::vector<int64_t>>("sizes");
     auto outs = b.nodeN("Split", {x, b.i64(sizes)},
-                        {OnnxAttr::integer("axis", op.getInt("axis", -1))},
+                        {OnnxAttr::integer("axis", op.attr<int64_t>("axis"))},
                         sizes.size());
     for (size_t i = 0; i < outs.size(); ++i)
       def(op.getResult(i), outs[i]);
@@ -261,7 +264,7 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
       ins.push_back(in(v));
     def(op.getResult(),
         b.node("Concat", ins,
-               {OnnxAttr::integer("axis", op.getInt("axis", -1))}));
+               {OnnxAttr::integer("axis", op.attr<int64_t>("axis"))}));
     return true;
   }
   case OpKind::ExpertSlice:
@@ -271,9 +274,9 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
                                {OnnxAttr::integer("axis", 0)}));
     return true;
   case OpKind::Slice:
-    def(op.getResult(), b.node("Slice", {x, b.i64({op.getInt("start")}),
-                                         b.i64({op.getInt("end")}),
-                                         b.i64({op.getInt("axis")})}));
+    def(op.getResult(), b.node("Slice", {x, b.i64({op.attr<int64_t>("start")}),
+                                         b.i64({op.attr<int64_t>("end")}),
+                                         b.i64({op.attr<int64_t>("axis")})}));
     return true;
   default:
     return fail(op, "unsupported shape op");

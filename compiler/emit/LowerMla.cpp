@@ -23,7 +23,7 @@ bool OnnxLowering::lowerMlaAttention(const ir::Op &op) {
   const ir::TensorType &qt = op.getOperand(0)->type;
   int64_t heads = qt.dims[2].getConstant().value_or(0);
   int64_t dn = qt.dims[3].getConstant().value_or(0);
-  int64_t dv = op.getInt("v_dim");
+  int64_t dv = op.attr<int64_t>("v_dim");
   int64_t c = op.getOperand(2)->type.dims[2].getConstant().value_or(0);
   const std::string &qNope = in(op.getOperand(0));
   const std::string &qPe = in(op.getOperand(1));
@@ -47,9 +47,10 @@ bool OnnxLowering::lowerMlaAttention(const ir::Op &op) {
       b.node("Add", {b.node("MatMul", {qLat, keysT(latent)}),
                      b.node("MatMul", {heads1(qPe), keysT(kPe)})});
   scores = widen(scores);
+  const double *scaleAttr = op.optAttr<double>("scale");
   double scale =
-      op.hasAttr("scale")
-          ? op.getFloat("scale")
+      scaleAttr
+          ? *scaleAttr
           : 1.0 /
                 std::sqrt(static_cast<double>(
                     dn +

@@ -16,13 +16,13 @@ namespace archc {
 
 bool OnnxLowering::lowerRoute(const ir::Op &op) {
   std::string logits = widen(in(op.getOperand(0)));
-  int64_t k = op.getInt("top_k");
-  std::string scoring = op.getString("scoring", "softmax");
-  std::string order = op.getString("order", "score_topk");
-  bool normalize = op.getBool("normalize");
-  double scale = op.getFloat("scale", 1.0);
-  int64_t groups = op.getInt("groups", 1),
-          topkGroups = op.getInt("topk_groups", 1);
+  int64_t k = op.attr<int64_t>("top_k");
+  const std::string &scoring = op.attr<std::string>("scoring");
+  const std::string &order = op.attr<std::string>("order");
+  bool normalize = op.attr<bool>("normalize");
+  double scale = op.attr<double>("scale");
+  int64_t groups = op.attr<int64_t>("groups"),
+          topkGroups = op.attr<int64_t>("topk_groups");
   int64_t experts =
       op.getOperand(0)->type.dims.back().getConstant().value_or(0);
   auto topk = [&](const std::string &x, int64_t n) {
@@ -38,7 +38,8 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
     // the softmax over the logits within a relative distance 2 eps of the
     // maximum, (m - s_j) / max(|s_j|, m) <= 2 eps; then the same for the
     // runner-up over the logits without the first choice. Not renormalised.
-    float eps2 = static_cast<float>(2.0 * op.getFloat("jitter_eps", 0.0));
+    const double *jitter = op.optAttr<double>("jitter_eps");
+    float eps2 = static_cast<float>(2.0 * (jitter ? *jitter : 0.0));
     std::string negInf = b.f32Scalar(-std::numeric_limits<float>::infinity());
     std::string absS = b.node("Abs", {logits});
     auto pick = [&](const std::string &s) {
@@ -88,8 +89,8 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
       scores = logits;
     // The selection may add a bias that does not enter the weights.
     std::string select = scores;
-    if (op.getBool("bias"))
-      select = b.node("Add", {scores, widen(in(op.getOperand(1)))});
+    if (const ir::Value *bias = op.operand("bias"))
+      select = b.node("Add", {scores, widen(in(bias))});
     if (groups > 1) {
       // Group score = sum of the top-2 selection scores in the group; keep
       // the best topk_groups groups.
@@ -132,13 +133,11 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
       // when a kept expert's biased score is negative).
       select = b.node("Where", {keptExperts, select, b.f32Scalar(0.0f)});
     }
-    if (op.getBool("table")) {
+    if (const ir::Value *table = op.operand("table")) {
       // Hash routing: the experts of token t are table[t].
-      size_t t = op.getBool("bias") ? 2 : 1;
-      indices =
-          b.node("Gather", {in(op.getOperand(t)), in(op.getOperand(t + 1))},
-                 {OnnxAttr::integer("axis", 0)});
-      if (op.getOperand(t)->type.dtype != ir::DType::I64)
+      indices = b.node("Gather", {in(table), in(op.operand("tokens"))},
+                       {OnnxAttr::integer("axis", 0)});
+      if (table->type.dtype != ir::DType::I64)
         indices = castTo(indices, onnx::TensorProto_DataType_INT64);
     } else {
       auto tk = topk(select, k);
@@ -166,7 +165,7 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
   const ir::TensorType &rt = op.getResult()->type;
   int64_t dIn = xt.dims.back().getConstant().value_or(0);
   int64_t dOut = rt.dims.back().getConstant().value_or(0);
-  int64_t count = op.getInt("count");
+  int64_t count = op.attr<int64_t>("count");
   int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
   // Tokens flattened to [N, D]; routing to [N, k].
   std::string x = b.node("Reshape", {in(op.getOperand(0)), b.i64({-1, dIn})});

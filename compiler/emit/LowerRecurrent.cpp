@@ -38,13 +38,14 @@ void addOutput(onnx::GraphProto &g, const std::string &name, int32_t type) {
 } // namespace
 
 std::string OnnxLowering::newTokenMask(const ir::Op &op, const std::string &x) {
-  if (!op.getBool("masked"))
+  const ir::Value *mask = op.operand("mask");
+  if (!mask)
     return "";
   // attention_mask [B, past + S]: the new tokens are its last S columns.
   std::string s =
       b.node("Slice", {b.node("Shape", {x}), b.i64({1}), b.i64({2})});
-  std::string m = b.node("Slice", {in(op.operands.back()), b.node("Neg", {s}),
-                                   b.i64({INT64_MAX}), b.i64({1})});
+  std::string m = b.node(
+      "Slice", {in(mask), b.node("Neg", {s}), b.i64({INT64_MAX}), b.i64({1})});
   return b.node("Unsqueeze",
                 {b.node("Cast", {m}, {OnnxAttr::integer("to", act)}),
                  b.i64({-1})}); // [B, S, 1]
@@ -69,8 +70,8 @@ bool OnnxLowering::lowerCausalConv(const ir::Op &op) {
   bool viaF32 = act == onnx::TensorProto_DataType_BFLOAT16;
   auto convIn = [&](const std::string &t) { return viaF32 ? widen(t) : t; };
   std::string y;
-  if (op.getBool("has_past")) {
-    std::string past = in(op.getOperand(2)); // [B, C, K - 1]
+  if (const ir::Value *pastValue = op.operand("past")) {
+    std::string past = in(pastValue); // [B, C, K - 1]
     std::string full =
         b.node("Concat", {past, xt}, {OnnxAttr::integer("axis", 2)});
     y = b.node("Conv", {convIn(full), convIn(w)}, attrs);
@@ -123,8 +124,8 @@ bool OnnxLowering::lowerDeltaRule(const ir::Op &op) {
     k = repeat(k);
   }
   std::string state;
-  if (op.getBool("has_past")) {
-    state = in(op.getOperand(5));
+  if (const ir::Value *past = op.operand("past")) {
+    state = in(past);
   } else {
     std::string batch =
         b.node("Slice", {b.node("Shape", {v}), b.i64({0}), b.i64({1})});
@@ -184,8 +185,8 @@ bool OnnxLowering::lowerDeltaRule(const ir::Op &op) {
                OnnxAttr::list("scan_output_axes", {1})},
               2, "delta_rule");
   def(op.getResult(0), narrow(outs[1])); // [B, S, Hv, dv]
-  if (op.getNumResults() > 1)
-    def(op.getResult(1), outs[0]);
+  if (const ir::Value *present = op.result("present"))
+    def(present, outs[0]);
   return true;
 }
 
@@ -205,8 +206,8 @@ namespace archc {
 bool OnnxLowering::lowerCompress(const ir::Op &op) {
   const ir::TensorType &kt = op.getOperand(0)->type;
   int64_t channels = kt.dims[2].getConstant().value_or(0);
-  int64_t ratio = op.getInt("ratio");
-  bool overlap = op.getBool("overlap");
+  int64_t ratio = op.attr<int64_t>("ratio");
+  bool overlap = op.attr<bool>("overlap");
   int64_t window = overlap ? 2 * ratio : ratio;
   auto f32 = [&](const ir::Value *v) {
     return v->type.dtype == ir::DType::F32 ? in(v) : castTo(in(v), kF32);
@@ -218,10 +219,9 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
   std::string shape = b.node("Shape", {kv});
   std::string batch = b.node("Slice", {shape, b.i64({0}), b.i64({1})});
   std::string seq = b.node("Slice", {shape, b.i64({1}), b.i64({2})});
-  size_t next = 3;
   std::string state;
-  if (op.getBool("has_past")) {
-    state = in(op.getOperand(next++));
+  if (const ir::Value *past = op.operand("past")) {
+    state = in(past);
   } else {
     state = b.node("ConstantOfShape",
                    {b.node("Concat", {batch, b.i64({window - 1, 2 * channels})},
@@ -229,9 +229,9 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
   }
   std::string full =
       b.node("Concat", {state, cur}, {OnnxAttr::integer("axis", 1)});
-  if (op.getNumResults() > 2)
-    def(op.getResult(2), b.node("Slice", {full, b.i64({-(window - 1)}),
-                                          b.i64({INT64_MAX}), b.i64({1})}));
+  if (const ir::Value *present = op.result("present"))
+    def(present, b.node("Slice", {full, b.i64({-(window - 1)}),
+                                  b.i64({INT64_MAX}), b.i64({1})}));
   // Real-token counts: position r of each new token among its row's real
   // tokens (the padding mask's running sum), and the closing tokens.
   std::string seqS = b.node("Squeeze", {seq, b.i64({0})});
@@ -240,8 +240,8 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
     return b.node("Equal",
                   {b.node("Mod", {count, b.i64Scalar(ratio)}), b.i64Scalar(0)});
   };
-  if (op.getBool("masked")) {
-    std::string mask = in(op.operands.back()); // [B, T]
+  if (const ir::Value *maskValue = op.operand("mask")) {
+    std::string mask = in(maskValue); // [B, T]
     std::string isReal =
         b.node("Cast", {mask},
                {OnnxAttr::integer("to", onnx::TensorProto_DataType_BOOL)});
@@ -253,7 +253,7 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
     r = b.node("Sub", {countNew, b.i64Scalar(1)});
     closing = b.node("Slice", {valid, negS, b.i64({INT64_MAX}), b.i64({1})});
   } else {
-    if (op.getBool("has_past"))
+    if (op.hasOperand("past"))
       return fail(op, "a past state needs the padding mask (run kv-cache)");
     r = b.node("Range", {b.i64Scalar(0), seqS, b.i64Scalar(1)}); // [S]
     closing = closes(b.node("Add", {r, b.i64Scalar(1)}));

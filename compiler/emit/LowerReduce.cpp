@@ -26,7 +26,7 @@ bool OnnxLowering::lowerReduce(const ir::Op &op) {
   if (op.getKind() == ir::OpKind::Sinkhorn) {
     // Unrolled in float32: each step divides by the sums over one axis.
     std::string c = widen(in(x));
-    std::string eps = b.f32Scalar(static_cast<float>(op.getFloat("eps")));
+    std::string eps = b.f32Scalar(static_cast<float>(op.attr<double>("eps")));
     auto normalize = [&](int64_t axis) {
       c = b.node("Div",
                  {c, b.node("Add", {b.node("ReduceSum", {c, b.i64({axis})},
@@ -34,15 +34,15 @@ bool OnnxLowering::lowerReduce(const ir::Op &op) {
                                     eps})});
     };
     normalize(-2);
-    for (int64_t i = 1; i < op.getInt("iters"); ++i) {
+    for (int64_t i = 1; i < op.attr<int64_t>("iters"); ++i) {
       normalize(-1);
       normalize(-2);
     }
     def(op.getResult(), narrowTo(c, x->type.dtype));
     return true;
   }
-  const auto &axes = *op.getAttr<std::vector<int64_t>>("axes");
-  int64_t keep = op.getBool("keepdims") ? 1 : 0;
+  const auto &axes = op.attr<std::vector<int64_t>>("axes");
+  int64_t keep = op.attr<bool>("keepdims") ? 1 : 0;
   std::string y;
   if (op.getKind() == ir::OpKind::ReduceSum)
     y = b.node("ReduceSum", {widen(in(x)), b.i64(axes)},
@@ -66,7 +66,7 @@ bool OnnxLowering::lowerTopkMask(const ir::Op &op) {
   std::string t = b.node("Slice", {shape, b.i64({2}), b.i64({3})}); // [1]
   std::string s = b.node("Slice", {shape, b.i64({1}), b.i64({2})});
   std::string allowed;
-  if (op.getBool("causal", true)) {
+  if (op.attr<bool>("causal")) {
     std::string tS = b.node("Squeeze", {t, b.i64({0})});
     std::string sS = b.node("Squeeze", {s, b.i64({0})});
     std::string kpos = b.node("Range", {b.i64Scalar(0), tS, b.i64Scalar(1)});
@@ -75,18 +75,18 @@ bool OnnxLowering::lowerTopkMask(const ir::Op &op) {
     allowed = b.node("LessOrEqual", {b.node("Unsqueeze", {kpos, b.i64({0})}),
                                      b.node("Unsqueeze", {qpos, b.i64({1})})});
   }
-  if (op.getBool("valid")) {
+  if (const ir::Value *valid = op.operand("valid")) {
     std::string v =
-        b.node("Unsqueeze", {b.node("Cast", {in(op.getOperand(1))},
-                                    {OnnxAttr::integer("to", kBool)}),
-                             b.i64({1})}); // [B, 1, T]
+        b.node("Unsqueeze",
+               {b.node("Cast", {in(valid)}, {OnnxAttr::integer("to", kBool)}),
+                b.i64({1})}); // [B, 1, T]
     allowed = allowed.empty() ? v : b.node("And", {allowed, v});
   }
   if (!allowed.empty())
     scores =
         b.node("Where", {allowed, scores,
                          b.f32Scalar(-std::numeric_limits<float>::infinity())});
-  std::string k = b.node("Min", {b.i64({op.getInt("k")}), t});
+  std::string k = b.node("Min", {b.i64({op.attr<int64_t>("k")}), t});
   std::vector<std::string> top =
       b.nodeN("TopK", {scores, k},
               {OnnxAttr::integer("axis", -1), OnnxAttr::integer("largest", 1),

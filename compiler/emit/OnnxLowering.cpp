@@ -164,7 +164,7 @@ bool OnnxLowering::lowerBlock(const ir::Block &block) {
 bool OnnxLowering::lowerOp(const ir::Op &op) {
   switch (op.getKind()) {
   case OpKind::Param: {
-    std::string name = op.getString("name");
+    std::string name = op.attr<std::string>("name");
     if (expert >= 0)
       name = ir::instantiatePattern(name, -1, expert);
     if (name.find('{') != std::string::npos)
@@ -177,13 +177,13 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
   case OpKind::Const: {
     // Emitted on first use: a binary op may take the constant in its own
     // element type instead (see lowerElementwise).
-    double v = op.getFloat("value");
+    double v = op.attr<double>("value");
     int32_t dt = onnxDType(ir::dtypeName(op.getResult()->type.dtype));
     deferred[op.getResult()] = [this, v, dt]() { return b.scalar(v, dt); };
     return true;
   }
   case OpKind::StateIn: {
-    std::string name = op.getString("name");
+    std::string name = op.attr<std::string>("name");
     if (name.find('{') != std::string::npos)
       return fail(op, "state '" + name + "' still has a placeholder");
     declareValue(b.proto().add_input(), name, op.getResult()->type);
@@ -192,7 +192,7 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
     return true;
   }
   case OpKind::StateOut: {
-    std::string name = op.getString("name");
+    std::string name = op.attr<std::string>("name");
     declareValue(b.proto().add_output(), name, op.getOperand(0)->type);
     b.nodeNamed("Identity", {in(op.getOperand(0))}, name);
     return true;

@@ -53,18 +53,22 @@ bool floats(const ir::AttrDict *d, const std::string &k,
 
 bool computeRope(const ir::Op &op, int64_t headDim, RopeTables &out,
                  std::string &error) {
-  double base = op.getFloat("theta", 10000.0);
-  int64_t dim = op.getInt("dim", headDim);
-  int64_t maxPos = op.getInt("max_positions", 0);
+  auto optInt = [&](const char *name, int64_t dflt) {
+    const int64_t *v = op.optAttr<int64_t>(name);
+    return v ? *v : dflt;
+  };
+  double base = op.attr<double>("theta");
+  int64_t dim = optInt("dim", headDim);
+  int64_t maxPos = optInt("max_positions", 0);
   // The pretraining context: the scaling dict's entry, else the model's
   // (Phi-3 keeps original_max_position_embeddings at the config's top
   // level), else max_position_embeddings.
-  int64_t origDefault = op.getInt("original_max_positions", maxPos);
+  int64_t origDefault = optInt("original_max_positions", maxPos);
   out.rotaryDim = dim;
   out.base = base;
   out.maxPositions = maxPos;
   const ir::AttrDict *sc = nullptr;
-  if (auto *p = op.getAttr<std::shared_ptr<ir::AttrDict>>("scaling"))
+  if (auto *p = op.optAttr<std::shared_ptr<ir::AttrDict>>("scaling"))
     sc = p->get();
   std::string type = "default";
   if (const ir::Attr *t = entry(sc, "rope_type"))

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/Sema.h"
 
-#include "irgen/Builtins.h"
+#include "frontend/Builtins.h"
 
 #include <set>
 

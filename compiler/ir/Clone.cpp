@@ -14,6 +14,7 @@ std::unique_ptr<Op> cloneOp(const Op &op, ValueMap &map) {
     copy->operands.push_back(it != map.end() ? it->second : v);
   }
   copy->attrs = op.attrs;
+  copy->presentOperands = op.presentOperands;
   for (const auto &r : op.getResults())
     map[r.get()] = copy->addResult(r->type);
   for (const auto &region : op.getRegions()) {

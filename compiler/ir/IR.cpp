@@ -6,9 +6,12 @@
 //===----------------------------------------------------------------------===//
 #include "ir/IR.h"
 
+#include "ir/OpSchema.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace archc::ir {
 
@@ -149,30 +152,105 @@ Block *Op::adoptRegion(std::unique_ptr<Block> b) {
   return regions.back().get();
 }
 
-int64_t Op::getInt(const std::string &n, int64_t dflt) const {
-  if (auto *v = getAttr<int64_t>(n))
-    return *v;
-  return dflt;
+//===----------------------------------------------------------------------===//
+// Named operands and typed attributes (checked against the op's schema)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Position of schema operand `k` in the compact operand list, given which
+/// optional operands are present; SIZE_MAX when absent.
+size_t operandPosition(const OpSchema &s, uint32_t present, size_t k) {
+  size_t pos = 0;
+  for (size_t j = 0; j < k; ++j) {
+    const OperandSpec &o = s.operands[j];
+    if (o.variadic)
+      throw SchemaError(fmt::format("op '{}': operand '{}' follows the list "
+                                    "operand '{}'",
+                                    s.mnemonic(), s.operands[k].name, o.name));
+    if (!(o.optional || o.origin == Origin::Pass) || (present >> j & 1))
+      ++pos;
+  }
+  const OperandSpec &o = s.operands[k];
+  if ((o.optional || o.origin == Origin::Pass) && !(present >> k & 1))
+    return SIZE_MAX;
+  return pos;
+}
+} // namespace
+
+Value *Op::operand(std::string_view name) const {
+  const OpSchema &s = opSchema(kind);
+  size_t k = s.operandIndex(name);
+  if (s.operands[k].variadic)
+    throw SchemaError(fmt::format("op '{}': '{}' is a list of operands; read "
+                                  "`operands`",
+                                  s.mnemonic(), name));
+  size_t pos = operandPosition(s, presentOperands, k);
+  if (pos == SIZE_MAX)
+    return nullptr;
+  if (pos >= operands.size())
+    throw SchemaError(fmt::format("op '{}' has {} operands; its operand '{}' "
+                                  "would be at {}",
+                                  s.mnemonic(), operands.size(), name, pos));
+  return operands[pos];
 }
 
-double Op::getFloat(const std::string &n, double dflt) const {
-  if (auto *v = getAttr<double>(n))
-    return *v;
-  if (auto *v = getAttr<int64_t>(n))
-    return static_cast<double>(*v);
-  return dflt;
+void Op::setOperand(std::string_view name, Value *v) {
+  const OpSchema &s = opSchema(kind);
+  size_t k = s.operandIndex(name);
+  const OperandSpec &o = s.operands[k];
+  if (o.variadic)
+    throw SchemaError(
+        fmt::format("op '{}': '{}' is a list of operands", s.mnemonic(), name));
+  bool toggled = o.optional || o.origin == Origin::Pass;
+  if (toggled && !(presentOperands >> k & 1)) {
+    presentOperands |= uint32_t(1) << k;
+    size_t pos = operandPosition(s, presentOperands, k);
+    if (pos > operands.size())
+      throw SchemaError(fmt::format("op '{}': operand '{}' added before the "
+                                    "operands it follows",
+                                    s.mnemonic(), name));
+    operands.insert(operands.begin() + static_cast<std::ptrdiff_t>(pos), v);
+    return;
+  }
+  size_t pos = operandPosition(s, presentOperands, k);
+  if (pos == operands.size())
+    operands.push_back(v);
+  else if (pos < operands.size())
+    operands[pos] = v;
+  else
+    throw SchemaError(fmt::format("op '{}': operand '{}' set before the "
+                                  "operands it follows",
+                                  s.mnemonic(), name));
 }
 
-bool Op::getBool(const std::string &n, bool dflt) const {
-  if (auto *v = getAttr<bool>(n))
-    return *v;
-  return dflt;
+Value *Op::result(std::string_view name) const {
+  size_t k = opSchema(kind).resultIndex(name);
+  return k < results.size() ? results[k].get() : nullptr;
 }
 
-std::string Op::getString(const std::string &n, const std::string &dflt) const {
-  if (auto *v = getAttr<std::string>(n))
-    return *v;
-  return dflt;
+const Attr *Op::lookupAttr(std::string_view name) const {
+  const AttrSpec &spec = opSchema(kind).attr(name);
+  auto it = attrs.find(spec.name);
+  if (it != attrs.end())
+    return &it->second;
+  return spec.defaultValue ? &*spec.defaultValue : nullptr;
+}
+
+void Op::attrAccessError(std::string_view name, bool present) const {
+  throw SchemaError(
+      present ? fmt::format("op '{}': attribute '{}' read with the wrong type",
+                            mnemonic(kind), name)
+              : fmt::format("op '{}': attribute '{}' is absent and has no "
+                            "default (read it with optAttr)",
+                            mnemonic(kind), name));
+}
+
+bool Op::hasAttr(std::string_view name) const {
+  return attrs.count(opSchema(kind).attr(name).name) != 0;
+}
+
+void Op::setAttr(std::string_view name, Attr value) {
+  attrs[opSchema(kind).attr(name).name] = std::move(value);
 }
 
 int64_t WeightDecl::count() const {

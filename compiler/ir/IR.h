@@ -21,6 +21,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -175,18 +177,49 @@ public:
     return results;
   }
 
-  // Attributes (kept sorted by name).
-  std::map<std::string, Attr> attrs;
-  bool hasAttr(const std::string &n) const { return attrs.count(n) != 0; }
-  template <typename T> const T *getAttr(const std::string &n) const {
-    auto it = attrs.find(n);
-    return it == attrs.end() ? nullptr : std::get_if<T>(&it->second);
+  // Operands by name (the op's schema declares them). Optional operands and
+  // those a pass adds are stored only when present, in schema order.
+  /// The operand called `name`; null when it is optional and absent. A name
+  /// the schema does not declare throws SchemaError.
+  Value *operand(std::string_view name) const;
+  bool hasOperand(std::string_view name) const {
+    return operand(name) != nullptr;
   }
-  int64_t getInt(const std::string &n, int64_t dflt = 0) const;
-  double getFloat(const std::string &n, double dflt = 0) const;
-  bool getBool(const std::string &n, bool dflt = false) const;
-  std::string getString(const std::string &n,
-                        const std::string &dflt = "") const;
+  /// Sets (or, for an optional operand, adds at its schema position) the
+  /// operand called `name`.
+  void setOperand(std::string_view name, Value *v);
+  /// Bit i set: the schema's operand i (optional or pass-added) is present.
+  uint32_t getPresentOperands() const { return presentOperands; }
+
+  // Attributes (kept sorted by name), typed by the op's schema.
+  /// The value of a declared attribute, its schema default when absent.
+  /// Throws SchemaError for an undeclared name, a wrong T, or an absent
+  /// attribute without default (read those with optAttr).
+  template <typename T> const T &attr(std::string_view name) const {
+    const Attr *a = lookupAttr(name);
+    const T *v = a ? std::get_if<T>(a) : nullptr;
+    if (!v)
+      attrAccessError(name, a != nullptr);
+    return *v;
+  }
+  /// Like attr(), but null when the attribute is optional and absent.
+  template <typename T> const T *optAttr(std::string_view name) const {
+    const Attr *a = lookupAttr(name);
+    if (!a)
+      return nullptr;
+    const T *v = std::get_if<T>(a);
+    if (!v)
+      attrAccessError(name, true);
+    return v;
+  }
+  /// Whether a declared attribute is set (defaults do not count).
+  bool hasAttr(std::string_view name) const;
+  /// Sets a declared attribute (SchemaError otherwise).
+  void setAttr(std::string_view name, Attr value);
+  const std::map<std::string, Attr> &getAttrs() const { return attrs; }
+
+  /// The result called `name`; null when a pass has not added it yet.
+  Value *result(std::string_view name) const;
 
   // Regions.
   Block *addRegion();
@@ -205,6 +238,15 @@ private:
   std::vector<std::unique_ptr<Value>> results;
   std::vector<std::unique_ptr<Block>> regions;
   Block *parent = nullptr;
+  std::map<std::string, Attr> attrs;
+  uint32_t presentOperands = 0;
+
+  /// The stored value or the schema default of a declared attribute; null
+  /// when absent without default.
+  const Attr *lookupAttr(std::string_view name) const;
+  [[noreturn]] void attrAccessError(std::string_view name, bool present) const;
+  friend std::unique_ptr<Op>
+  cloneOp(const Op &, std::unordered_map<const Value *, Value *> &);
 };
 
 //===----------------------------------------------------------------------===//

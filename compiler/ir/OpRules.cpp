@@ -1,10 +1,12 @@
-//===- OpRules.cpp - Per-op rule dispatch ---------------------------------===//
+//===- OpRules.cpp - Helpers shared by the op definitions ----------------===//
 //
-// This file dispatches verification and type inference to the op family
-// files and holds the helpers they share.
+// This file implements the helpers the op family files share, and routes
+// verification and type inference through the schemas.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
+
+#include "ir/OpSchema.h"
 
 #include <fmt/format.h>
 
@@ -62,63 +64,12 @@ std::vector<int64_t> cacheLayout(size_t rank) {
 }
 
 bool verifyOp(const Op &op, DiagnosticEngine &d) {
-  switch (op.getFamily()) {
-  case OpFamily::Binary:
-  case OpFamily::Unary:
-  case OpFamily::Softmax:
-    return verifyElementwise(op, d);
-  case OpFamily::MatMul:
-  case OpFamily::Gather:
-  case OpFamily::Norm:
-    return verifyLinear(op, d);
-  case OpFamily::Reduce:
-    return verifyReduce(op, d);
-  case OpFamily::Shape:
-    return verifyShapeOp(op, d);
-  case OpFamily::Rope:
-  case OpFamily::Attention:
-  case OpFamily::Cache:
-    return verifyAttention(op, d);
-  case OpFamily::Recurrent:
-    return verifyRecurrent(op, d);
-  case OpFamily::Route:
-  case OpFamily::Experts:
-    return verifyMoe(op, d);
-  case OpFamily::Leaf:
-  case OpFamily::Control:
-    return verifyStructure(op, d);
-  }
-  return true;
+  return verifyAgainstSchema(op, d);
 }
 
 bool inferOpTypes(Op &op, DiagnosticEngine &d) {
-  switch (op.getFamily()) {
-  case OpFamily::Binary:
-  case OpFamily::Unary:
-  case OpFamily::Softmax:
-    return inferElementwise(op, d);
-  case OpFamily::MatMul:
-  case OpFamily::Gather:
-  case OpFamily::Norm:
-    return inferLinear(op, d);
-  case OpFamily::Reduce:
-    return inferReduce(op, d);
-  case OpFamily::Shape:
-    return inferShapeOp(op, d);
-  case OpFamily::Rope:
-  case OpFamily::Attention:
-  case OpFamily::Cache:
-    return inferAttention(op, d);
-  case OpFamily::Recurrent:
-    return inferRecurrent(op, d);
-  case OpFamily::Route:
-  case OpFamily::Experts:
-    return inferMoe(op, d);
-  case OpFamily::Leaf:
-  case OpFamily::Control:
-    return inferStructure(op, d);
-  }
-  return true;
+  InferRule rule = opSchema(op.getKind()).infer;
+  return !rule || rule(op, d);
 }
 
 } // namespace archc::ir

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "ir/Printer.h"
 
+#include "ir/OpSchema.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -43,8 +45,8 @@ public:
     }
     line += op.getMnemonic();
     if (op.getKind() == OpKind::Repeat) {
-      line += fmt::format(" %{} in {}..{}", op.getString("var", "i"),
-                          op.getInt("begin"), op.getInt("end"));
+      line += fmt::format(" %{} in {}..{}", op.attr<std::string>("var"),
+                          op.attr<int64_t>("begin"), op.attr<int64_t>("end"));
       if (op.getNumOperands()) {
         line += " carry(";
         const Block &first = *op.getRegions().front();
@@ -55,15 +57,12 @@ public:
         line += ")";
       }
     } else {
-      std::string operands;
-      for (size_t i = 0; i < op.getNumOperands(); ++i)
-        operands += (i ? ", " : " ") + name(op.getOperand(i));
-      line += operands;
+      line += operandList(op);
     }
     // Attributes, sorted (std::map order); repeat's own bookkeeping is
     // printed above.
     std::string attrs;
-    for (auto &[k, v] : op.attrs) {
+    for (auto &[k, v] : op.getAttrs()) {
       if (op.getKind() == OpKind::Repeat &&
           (k == "var" || k == "begin" || k == "end"))
         continue;
@@ -114,6 +113,26 @@ public:
       os << pad << "  }\n";
     }
     os << pad << "}\n";
+  }
+
+  /// Required operands by position; optional and pass-added ones, when
+  /// present, by name (`sinks: %3`, `mask: %attention_mask`).
+  std::string operandList(const Op &op) {
+    const OpSchema &s = opSchema(op.getKind());
+    std::string out;
+    size_t pos = 0;
+    for (size_t k = 0; k < s.operands.size() && pos < op.getNumOperands();
+         ++k) {
+      const OperandSpec &o = s.operands[k];
+      bool named = o.optional || o.origin == Origin::Pass;
+      if (named && !(op.getPresentOperands() >> k & 1))
+        continue;
+      size_t count = o.variadic ? op.getNumOperands() - pos : 1;
+      for (size_t j = 0; j < count; ++j, ++pos)
+        out += (pos ? ", " : " ") + (named ? o.name + ": " : std::string()) +
+               name(op.getOperand(pos));
+    }
+    return out;
   }
 
   std::string argName(const Value *v) {

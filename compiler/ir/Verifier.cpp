@@ -82,10 +82,11 @@ private:
         reportOpError(diags, op, "terminator in the middle of a block");
         ok = false;
       }
-      if (op.getKind() == OpKind::Param && !isDeclared(op.getString("name"))) {
+      if (op.getKind() == OpKind::Param &&
+          !isDeclared(op.attr<std::string>("name"))) {
         reportOpError(diags, op,
                       fmt::format("weight '{}' has no declaration",
-                                  op.getString("name")));
+                                  op.attr<std::string>("name")));
         ok = false;
       }
       ok &= verifyOp(op, diags);

@@ -512,7 +512,7 @@ ir::Op *Evaluator::createOp(OpKind kind, std::vector<ir::Value *> operands,
 
 ir::Value *Evaluator::constant(double value, SourceRange range) {
   ir::Op *op = createOp(OpKind::Const, {}, range);
-  op->attrs["value"] = value;
+  op->setAttr("value", value);
   op->getResult()->type = ir::TensorType(module.activationDType, {});
   return op->getResult();
 }
@@ -630,7 +630,7 @@ EvalValue Evaluator::declareParam(const std::string &name,
   if (hasLayer)
     module.weights[declIndex].layers.push_back(*layer);
   ir::Op *op = createOp(OpKind::Param, {}, range);
-  op->attrs["name"] = pattern;
+  op->setAttr("name", pattern);
   op->getResult()->type = type;
   return EvalValue::tensor(op->getResult());
 }
@@ -765,7 +765,9 @@ public:
     auto ia = a.getOps().begin(), ib = b.getOps().begin();
     for (; ia != a.getOps().end(); ++ia, ++ib) {
       const ir::Op &x = **ia, &y = **ib;
-      if (x.getKind() != y.getKind() || x.attrs.size() != y.attrs.size() ||
+      if (x.getKind() != y.getKind() ||
+          x.getAttrs().size() != y.getAttrs().size() ||
+          x.getPresentOperands() != y.getPresentOperands() ||
           x.getNumOperands() != y.getNumOperands() ||
           x.getNumResults() != y.getNumResults() ||
           x.getRegions().size() != y.getRegions().size())
@@ -776,8 +778,8 @@ public:
         if (want != y.getOperand(k))
           return false;
       }
-      for (auto ax = x.attrs.begin(), ay = y.attrs.begin(); ax != x.attrs.end();
-           ++ax, ++ay)
+      for (auto ax = x.getAttrs().begin(), ay = y.getAttrs().begin();
+           ax != x.getAttrs().end(); ++ax, ++ay)
         if (ax->first != ay->first || !sameAttr(ax->second, ay->second))
           return false;
       for (size_t k = 0; k < x.getNumResults(); ++k) {
@@ -985,9 +987,9 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
   auto op = std::make_unique<ir::Op>(OpKind::Repeat,
                                      ir::Location{s.getRange(), frame});
   op->operands = inits;
-  op->attrs["var"] = std::string("i");
-  op->attrs["begin"] = begin;
-  op->attrs["end"] = end;
+  op->setAttr("var", std::string("i"));
+  op->setAttr("begin", begin);
+  op->setAttr("end", end);
   for (Kind &k : kinds) {
     k.block->layers = k.layers;
     op->adoptRegion(std::move(k.block));
@@ -1189,7 +1191,7 @@ EvalValue Evaluator::stackedExpertSlice(ir::Value *stacked, SourceRange range) {
                              expertCount, t.str()));
     return EvalValue::poison();
   }
-  const std::string &pattern = def->getString("name");
+  const std::string &pattern = def->attr<std::string>("name");
   for (size_t idx : weightIndex[pattern])
     if (module.weights[idx].type == t)
       module.weights[idx].stackedExperts = true;

@@ -12,8 +12,9 @@
 #ifndef ARCHC_IRGEN_EVALUATOR_H
 #define ARCHC_IRGEN_EVALUATOR_H
 
+#include "frontend/Builtins.h"
 #include "frontend/Program.h"
-#include "irgen/Builtins.h"
+#include "ir/OpSchema.h"
 #include "irgen/EvalValue.h"
 
 #include <map>
@@ -138,7 +139,14 @@ private:
   EvalValue declareParam(const std::string &name,
                          const std::vector<EvalValue> &shape, ir::DType dtype,
                          SourceRange range);
-  EvalValue buildExperts(std::vector<BoundArg> &args, SourceRange range);
+  /// Converts an `op.*` argument to its schema attribute type; reports at
+  /// the argument and returns nullopt when it does not convert.
+  std::optional<ir::Attr> toTypedAttr(const ir::OpSchema &s,
+                                      const ir::AttrSpec &spec,
+                                      const BoundArg &a);
+  /// Builds an op's region from a function argument (expert bodies).
+  bool buildRegion(const ir::OpSchema &s, ir::Op &op, const Callable &fn,
+                   SourceRange fnRange, SourceRange range);
   std::string currentScope() const;
 
   void error(SourceRange r, const std::string &msg);

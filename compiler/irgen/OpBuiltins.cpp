@@ -1,12 +1,16 @@
 //===- OpBuiltins.cpp - op.* semantic ops and built-in functions ----------===//
 //
 // This file implements the calls to built-ins: `op.<name>(...)` creates the
-// IR op of that name (attributes from named arguments), and plain built-in
-// functions (`param`, `len`, `get`, ...) compute compile-time values. It also
-// builds the model graph (inputs, body, outputs).
+// IR op of that name, generically from its schema (operands, typed and
+// checked attributes, defaults, regions), and plain built-in functions
+// (`param`, `len`, `get`, ...) compute compile-time values. It also builds
+// the model graph (inputs, body, outputs).
 //
 //===----------------------------------------------------------------------===//
 #include "irgen/Evaluator.h"
+
+#include "ir/OpRules.h"
+#include "ir/OpSchema.h"
 
 #include <fmt/format.h>
 
@@ -55,531 +59,234 @@ bool Evaluator::checkBuiltinArg(const BuiltinSignature &sig,
   return ok;
 }
 
+namespace {
+/// The `name` of the operand or attribute a signature entry stands for.
+const std::string &argName(const ir::OpSchema &s, const ir::ArgRef &r) {
+  switch (r.kind) {
+  case ir::ArgRef::Kind::Operand:
+    return s.operands[r.index].name;
+  case ir::ArgRef::Kind::Attr:
+    return s.attrs[r.index].name;
+  case ir::ArgRef::Kind::Region:
+    break;
+  }
+  return s.regions[r.index].name;
+}
+} // namespace
+
+std::optional<ir::Attr> Evaluator::toTypedAttr(const ir::OpSchema &s,
+                                               const ir::AttrSpec &spec,
+                                               const BoundArg &a) {
+  using ir::AttrType;
+  const EvalValue &v = a.value;
+  auto listError = [&](const char *what) {
+    error(a.range, fmt::format("op.{}: '{}' must be a list of {}, got {}",
+                               s.mnemonic(), spec.name, what, v.typeName()));
+    return std::nullopt;
+  };
+  switch (spec.type) {
+  case AttrType::Bool:
+    return ir::Attr(v.getBool());
+  case AttrType::Int:
+    return ir::Attr(v.getInt());
+  case AttrType::Float:
+    return ir::Attr(v.getNumber());
+  case AttrType::String:
+  case AttrType::Enum:
+  case AttrType::Identifier:
+    return ir::Attr(v.getString());
+  case AttrType::DType: {
+    ir::DType t = ir::parseDType(v.getString());
+    if (t == ir::DType::Unknown) {
+      error(a.range, fmt::format("unknown dtype '{}'", v.getString()));
+      return std::nullopt;
+    }
+    return ir::Attr(std::string(ir::dtypeName(t)));
+  }
+  case AttrType::IntList: {
+    std::vector<int64_t> ints;
+    for (const EvalValue &e : v.getList()) {
+      if (!e.isInt())
+        return listError("ints");
+      ints.push_back(e.getInt());
+    }
+    return ir::Attr(std::move(ints));
+  }
+  case AttrType::DimList: {
+    std::vector<ir::SymExpr> dims;
+    for (const EvalValue &e : v.getList()) {
+      if (e.isInt())
+        dims.push_back(e.getInt());
+      else if (e.getKind() == EvalValue::Kind::Dim)
+        dims.push_back(e.getDim());
+      else
+        return listError("ints or symbolic dims");
+    }
+    return ir::Attr(std::move(dims));
+  }
+  case AttrType::Dict: {
+    ir::Attr at;
+    if (!toAttr(v, at) ||
+        !std::holds_alternative<std::shared_ptr<ir::AttrDict>>(at)) {
+      error(a.range, fmt::format("op.{}: '{}' must be a dict of scalars and "
+                                 "lists",
+                                 s.mnemonic(), spec.name));
+      return std::nullopt;
+    }
+    return at;
+  }
+  }
+  return std::nullopt;
+}
+
 EvalValue Evaluator::callOpBuiltin(const BuiltinSignature &sig,
                                    std::vector<BoundArg> &args,
                                    SourceRange range) {
-  auto arg = [&](const std::string &name) -> BoundArg & {
-    for (size_t k = 0; k < sig.params.size(); ++k)
-      if (sig.params[k].name == name)
-        return args[k];
-    static BoundArg none;
-    return none;
-  };
-  auto present = [&](const std::string &name) {
-    BoundArg &a = arg(name);
-    return a.present && !a.value.isNone();
-  };
-  auto tensorArg = [&](const std::string &name) -> ir::Value * {
-    BoundArg &a = arg(name);
-    return asTensor(a.value, a.present ? a.range : range);
-  };
-  auto setAttr = [&](ir::Op *op, const std::string &name,
-                     const std::string &attrName) {
-    if (!present(name))
-      return;
-    ir::Attr at;
-    if (toAttr(arg(name).value, at))
-      op->attrs[attrName] = at;
-  };
-  const std::string &n = sig.name;
-
-  static const std::map<std::string, OpKind> simple = {
-      {"add", OpKind::Add},           {"sub", OpKind::Sub},
-      {"mul", OpKind::Mul},           {"div", OpKind::Div},
-      {"pow", OpKind::Pow},           {"maximum", OpKind::Maximum},
-      {"minimum", OpKind::Minimum},   {"neg", OpKind::Neg},
-      {"exp", OpKind::Exp},           {"log", OpKind::Log},
-      {"sqrt", OpKind::Sqrt},         {"rsqrt", OpKind::Rsqrt},
-      {"tanh", OpKind::Tanh},         {"sigmoid", OpKind::Sigmoid},
-      {"silu", OpKind::Silu},         {"relu", OpKind::Relu},
-      {"softplus", OpKind::Softplus}, {"abs", OpKind::Abs}};
-  if (auto it = simple.find(n); it != simple.end()) {
-    std::vector<ir::Value *> operands;
-    for (size_t k = 0; k < sig.params.size(); ++k) {
-      ir::Value *v = tensorArg(sig.params[k].name);
-      if (!v)
-        return EvalValue::poison();
-      operands.push_back(v);
+  const ir::OpSchema &s = *ir::findLanguageOp(sig.name);
+  if (s.perLayerState && !layer) {
+    error(range, fmt::format("op.{} must be used inside a layer loop "
+                             "(decode-time state is per layer)",
+                             s.mnemonic()));
+    return EvalValue::poison();
+  }
+  if (s.notInExpertBody && expertCount) {
+    error(range, fmt::format("op.{} cannot be nested in an expert body",
+                             s.mnemonic()));
+    return EvalValue::poison();
+  }
+  auto op = std::make_unique<ir::Op>(s.kind, ir::Location{range, frame});
+  const Callable *body = nullptr;
+  SourceRange bodyRange = range;
+  bool ok = true;
+  for (size_t k = 0; k < s.signature.size(); ++k) {
+    const ir::ArgRef &r = s.signature[k];
+    BoundArg &a = args[k];
+    bool given = a.present && !a.value.isNone();
+    if (r.kind == ir::ArgRef::Kind::Region) {
+      body = a.value.getFunction().get();
+      bodyRange = a.range;
+      continue;
     }
-    return EvalValue::tensor(
-        createOp(it->second, operands, range)->getResult());
-  }
-  if (n == "gelu") {
-    ir::Value *x = tensorArg("x");
-    if (!x)
-      return EvalValue::poison();
-    ir::Op *op = createOp(OpKind::Gelu, {x}, range);
-    op->attrs["approximate"] = present("approximate")
-                                   ? arg("approximate").value.getString()
-                                   : std::string("none");
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "clamp") {
-    ir::Value *x = tensorArg("x");
-    if (!x)
-      return EvalValue::poison();
-    ir::Op *op = createOp(OpKind::Clamp, {x}, range);
-    setAttr(op, "min", "min");
-    setAttr(op, "max", "max");
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "cast") {
-    ir::Value *x = tensorArg("x");
-    if (!x)
-      return EvalValue::poison();
-    std::string dt = arg("dtype").value.getString();
-    if (ir::parseDType(dt) == ir::DType::Unknown) {
-      error(arg("dtype").range, fmt::format("unknown dtype '{}'", dt));
-      return EvalValue::poison();
-    }
-    ir::Op *op = createOp(OpKind::Cast, {x}, range);
-    op->attrs["dtype"] = std::string(ir::dtypeName(ir::parseDType(dt)));
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "softmax") {
-    ir::Value *x = tensorArg("x");
-    if (!x)
-      return EvalValue::poison();
-    ir::Op *op = createOp(OpKind::Softmax, {x}, range);
-    op->attrs["axis"] =
-        present("axis") ? arg("axis").value.getInt() : int64_t(-1);
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "rms_norm" || n == "layer_norm") {
-    std::vector<ir::Value *> operands = {tensorArg("x")};
-    if (present("weight"))
-      operands.push_back(tensorArg("weight"));
-    if (n == "layer_norm" && present("bias")) {
-      if (!present("weight")) {
-        error(arg("bias").range, "op.layer_norm: a bias needs a weight");
-        return EvalValue::poison();
+    if (r.kind == ir::ArgRef::Kind::Operand) {
+      const ir::OperandSpec &spec = s.operands[r.index];
+      if (!given)
+        continue;
+      if (spec.variadic) {
+        for (const EvalValue &e : a.value.getList()) {
+          ir::Value *v = asTensor(e, a.range);
+          ok &= v != nullptr;
+          op->operands.push_back(v);
+        }
+        continue;
       }
-      operands.push_back(tensorArg("bias"));
-    }
-    for (ir::Value *v : operands)
+      ir::Value *v = asTensor(a.value, a.range);
       if (!v)
-        return EvalValue::poison();
-    ir::Op *op = createOp(n == "rms_norm" ? OpKind::RmsNorm : OpKind::LayerNorm,
-                          operands, range);
-    op->attrs["eps"] = arg("eps").value.getNumber();
-    if (n == "rms_norm")
-      op->attrs["offset"] =
-          present("offset") ? arg("offset").value.getNumber() : 0.0;
-    return EvalValue::tensor(op->getResult());
+        ok = false;
+      else
+        op->setOperand(spec.name, v);
+      continue;
+    }
+    const ir::AttrSpec &spec = s.attrs[r.index];
+    if (!given) {
+      if (spec.defaultValue)
+        op->setAttr(spec.name, *spec.defaultValue);
+      continue;
+    }
+    std::optional<ir::Attr> value = toTypedAttr(s, spec, a);
+    if (!value) {
+      ok = false;
+      continue;
+    }
+    if (auto problem = ir::checkAttrValue(spec, *value)) {
+      error(a.range, fmt::format("op.{}: {}", s.mnemonic(), *problem));
+      ok = false;
+      continue;
+    }
+    op->setAttr(spec.name, std::move(*value));
   }
-  if (n == "reduce_sum" || n == "reduce_mean") {
-    ir::Value *x = tensorArg("x");
-    if (!x)
-      return EvalValue::poison();
-    std::vector<int64_t> axes;
-    for (const EvalValue &a : arg("axes").value.getList()) {
-      if (!a.isInt()) {
-        error(arg("axes").range,
-              fmt::format("op.{}: 'axes' must be a list of ints", n));
-        return EvalValue::poison();
-      }
-      axes.push_back(a.getInt());
-    }
-    if (axes.empty()) {
-      error(arg("axes").range,
-            fmt::format("op.{}: 'axes' must not be empty", n));
-      return EvalValue::poison();
-    }
-    ir::Op *op = createOp(
-        n == "reduce_sum" ? OpKind::ReduceSum : OpKind::ReduceMean, {x}, range);
-    op->attrs["axes"] = axes;
-    op->attrs["keepdims"] =
-        present("keepdims") && arg("keepdims").value.getBool();
-    return EvalValue::tensor(op->getResult());
+  if (!ok)
+    return EvalValue::poison();
+  // Optional operands that only make sense together.
+  for (const ir::OperandSpec &o : s.operands) {
+    if (o.needs.empty() || !op->hasOperand(o.name) || op->hasOperand(o.needs))
+      continue;
+    const ir::OperandSpec &other = s.operands[s.operandIndex(o.needs)];
+    error(range, other.needs == o.name
+                     ? fmt::format("op.{}: {} and {} go together", s.mnemonic(),
+                                   o.name, o.needs)
+                     : fmt::format("op.{}: {} needs {}", s.mnemonic(), o.name,
+                                   o.needs));
+    return EvalValue::poison();
   }
-  if (n == "sinkhorn") {
-    ir::Value *x = tensorArg("x");
-    if (!x)
-      return EvalValue::poison();
-    int64_t iters = arg("iters").value.getInt();
-    if (iters < 1) {
-      error(
-          arg("iters").range,
-          fmt::format("op.sinkhorn: iters must be at least 1, got {}", iters));
-      return EvalValue::poison();
-    }
-    ir::Op *op = createOp(OpKind::Sinkhorn, {x}, range);
-    op->attrs["iters"] = iters;
-    op->attrs["eps"] = present("eps") ? arg("eps").value.getNumber() : 0.0;
-    return EvalValue::tensor(op->getResult());
+  for (const ir::ResultSpec &res : s.results) {
+    if (res.origin == ir::Origin::Pass)
+      continue;
+    size_t n = res.variadicFrom.empty()
+                   ? 1
+                   : op->attr<std::vector<int64_t>>(res.variadicFrom).size();
+    for (size_t i = 0; i < n; ++i)
+      op->addResult();
   }
-  if (n == "topk_mask") {
-    std::vector<ir::Value *> operands = {tensorArg("scores")};
-    if (present("valid"))
-      operands.push_back(tensorArg("valid"));
-    for (ir::Value *v : operands)
-      if (!v)
-        return EvalValue::poison();
-    ir::Op *op = createOp(OpKind::TopkMask, operands, range);
-    op->attrs["k"] = arg("k").value.getInt();
-    op->attrs["causal"] = !present("causal") || arg("causal").value.getBool();
-    if (present("valid"))
-      op->attrs["valid"] = true;
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "matmul") {
-    ir::Value *a = tensorArg("a"), *b = tensorArg("b");
-    if (!a || !b)
-      return EvalValue::poison();
-    ir::Op *op = createOp(OpKind::MatMul, {a, b}, range);
-    op->attrs["transpose_b"] =
-        present("transpose_b") && arg("transpose_b").value.getBool();
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "gather") {
-    ir::Value *t = tensorArg("table"), *i = tensorArg("indices");
-    if (!t || !i)
-      return EvalValue::poison();
-    return EvalValue::tensor(
-        createOp(OpKind::Gather, {t, i}, range)->getResult());
-  }
-  if (n == "reshape") {
-    ir::Value *x = tensorArg("x");
-    if (!x)
-      return EvalValue::poison();
-    std::vector<ir::SymExpr> dims;
-    for (const EvalValue &d : arg("shape").value.getList()) {
-      if (d.isInt())
-        dims.push_back(d.getInt());
-      else if (d.getKind() == EvalValue::Kind::Dim)
-        dims.push_back(d.getDim());
-      else {
-        error(arg("shape").range,
-              fmt::format("op.reshape: dims must be ints or symbolic dims, "
-                          "got {}",
-                          d.typeName()));
-        return EvalValue::poison();
-      }
-    }
-    ir::Op *op = createOp(OpKind::Reshape, {x}, range);
-    op->attrs["shape"] = dims;
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "transpose" || n == "split") {
-    ir::Value *x = tensorArg("x");
-    if (!x)
-      return EvalValue::poison();
-    const std::string listName = n == "transpose" ? "perm" : "sizes";
-    std::vector<int64_t> ints;
-    for (const EvalValue &d : arg(listName).value.getList()) {
-      if (!d.isInt()) {
-        error(arg(listName).range,
-              fmt::format("op.{}: '{}' must be a list of ints", n, listName));
-        return EvalValue::poison();
-      }
-      ints.push_back(d.getInt());
-    }
-    if (n == "transpose") {
-      ir::Op *op = createOp(OpKind::Transpose, {x}, range);
-      op->attrs["perm"] = ints;
-      return EvalValue::tensor(op->getResult());
-    }
-    if (ints.empty()) {
-      error(arg("sizes").range, "op.split: 'sizes' must not be empty");
-      return EvalValue::poison();
-    }
-    ir::Op *op =
-        createOp(OpKind::Split, {x}, range, static_cast<unsigned>(ints.size()));
-    op->attrs["sizes"] = ints;
-    op->attrs["axis"] =
-        present("axis") ? arg("axis").value.getInt() : int64_t(-1);
-    std::vector<EvalValue> parts;
-    for (size_t k = 0; k < ints.size(); ++k)
-      parts.push_back(EvalValue::tensor(op->getResult(k)));
-    return EvalValue::tuple(std::move(parts));
-  }
-  if (n == "concat") {
-    std::vector<ir::Value *> operands;
-    for (const EvalValue &v : arg("xs").value.getList()) {
-      ir::Value *t = asTensor(v, arg("xs").range);
-      if (!t)
-        return EvalValue::poison();
-      operands.push_back(t);
-    }
-    if (operands.empty()) {
-      error(arg("xs").range, "op.concat needs at least one tensor");
-      return EvalValue::poison();
-    }
-    ir::Op *op = createOp(OpKind::Concat, operands, range);
-    op->attrs["axis"] =
-        present("axis") ? arg("axis").value.getInt() : int64_t(-1);
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "slice") {
-    ir::Value *x = tensorArg("x");
-    if (!x)
-      return EvalValue::poison();
-    ir::Op *op = createOp(OpKind::Slice, {x}, range);
-    op->attrs["axis"] = arg("axis").value.getInt();
-    op->attrs["start"] = arg("start").value.getInt();
-    op->attrs["end"] = arg("end").value.getInt();
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "rope") {
-    ir::Value *x = tensorArg("x"), *pos = tensorArg("positions");
-    if (!x || !pos)
-      return EvalValue::poison();
-    ir::Op *op = createOp(OpKind::Rope, {x, pos}, range);
-    op->attrs["theta"] = arg("theta").value.getNumber();
-    setAttr(op, "dim", "dim");
-    op->attrs["interleaved"] =
-        present("interleaved") && arg("interleaved").value.getBool();
-    if (present("scaling")) {
-      ir::Attr at;
-      if (!toAttr(arg("scaling").value, at)) {
-        error(arg("scaling").range,
-              "op.rope: 'scaling' must be a dict of scalars and lists");
-        return EvalValue::poison();
-      }
-      op->attrs["scaling"] = at;
-    }
-    setAttr(op, "max_positions", "max_positions");
-    setAttr(op, "original_max_positions", "original_max_positions");
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "attention") {
-    std::vector<ir::Value *> operands = {tensorArg("q"), tensorArg("k"),
-                                         tensorArg("v")};
-    if (present("sinks"))
-      operands.push_back(tensorArg("sinks"));
-    if (present("extra_k") != present("extra_v")) {
-      error(range, "op.attention: extra_k and extra_v go together");
-      return EvalValue::poison();
-    }
-    if (present("extra_mask") && !present("extra_k")) {
-      error(arg("extra_mask").range,
-            "op.attention: extra_mask needs extra_k and extra_v");
-      return EvalValue::poison();
-    }
-    if (present("extra_k")) {
-      operands.push_back(tensorArg("extra_k"));
-      operands.push_back(tensorArg("extra_v"));
-    }
-    if (present("extra_mask"))
-      operands.push_back(tensorArg("extra_mask"));
-    for (ir::Value *v : operands)
-      if (!v)
-        return EvalValue::poison();
-    ir::Op *op = createOp(OpKind::Attention, operands, range);
-    if (present("extra_k"))
-      op->attrs["extra"] = true;
-    if (present("extra_mask"))
-      op->attrs["extra_mask"] = true;
-    op->attrs["causal"] = !present("causal") || arg("causal").value.getBool();
-    setAttr(op, "window", "window");
-    setAttr(op, "scale", "scale");
-    setAttr(op, "softcap", "softcap");
-    if (present("sinks"))
-      op->attrs["sinks"] = true;
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "mla_attention") {
-    std::vector<ir::Value *> operands = {tensorArg("q_nope"), tensorArg("q_pe"),
-                                         tensorArg("latent"), tensorArg("k_pe"),
-                                         tensorArg("kv_weight")};
-    for (ir::Value *v : operands)
-      if (!v)
-        return EvalValue::poison();
-    ir::Op *op = createOp(OpKind::MlaAttention, operands, range);
-    op->attrs["causal"] = !present("causal") || arg("causal").value.getBool();
-    op->attrs["v_dim"] = arg("v_dim").value.getInt();
-    setAttr(op, "scale", "scale");
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "causal_conv1d" || n == "delta_rule") {
-    bool conv = n == "causal_conv1d";
-    std::vector<std::string> names =
-        conv ? std::vector<std::string>{"x", "weight"}
-             : std::vector<std::string>{"q", "k", "v", "g", "beta"};
-    std::vector<ir::Value *> operands;
-    for (const std::string &name : names) {
-      ir::Value *v = tensorArg(name);
-      if (!v)
-        return EvalValue::poison();
-      operands.push_back(v);
-    }
-    std::string state = present("state") ? arg("state").value.getString()
-                        : conv           ? std::string("conv_state")
-                                         : std::string("recurrent_state");
-    if (state.empty() || state.find_first_of(" ./{}") != std::string::npos) {
-      error(arg("state").range,
-            fmt::format("op.{}: state name '{}' must be a plain word such as "
-                        "\"conv_state\"",
-                        n, state));
-      return EvalValue::poison();
-    }
-    if (!layer) {
-      error(range, fmt::format("op.{} must be used inside a layer loop "
-                               "(decode-time state is per layer)",
-                               n));
-      return EvalValue::poison();
-    }
-    ir::Op *op = createOp(conv ? OpKind::CausalConv : OpKind::DeltaRule,
-                          operands, range);
-    op->attrs["state"] = state;
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "cache") {
-    ir::Value *x = tensorArg("x");
-    if (!x)
-      return EvalValue::poison();
-    const std::string &name = arg("name").value.getString();
-    if (name.empty() || name.find_first_of(" ./{}") != std::string::npos) {
-      error(arg("name").range,
-            fmt::format("op.cache: state name '{}' must be a plain word such "
-                        "as \"key\"",
-                        name));
-      return EvalValue::poison();
-    }
-    if (!layer) {
-      error(range, "op.cache must be used inside a layer loop (decode-time "
-                   "state is per layer)");
-      return EvalValue::poison();
-    }
-    ir::Op *op = createOp(OpKind::Cache, {x}, range);
-    op->attrs["name"] = name;
-    return EvalValue::tensor(op->getResult());
-  }
-  if (n == "compress") {
-    std::vector<ir::Value *> operands;
-    for (const char *name : {"kv", "gate", "ape"}) {
-      ir::Value *v = tensorArg(name);
-      if (!v)
-        return EvalValue::poison();
-      operands.push_back(v);
-    }
-    std::string state = present("state") ? arg("state").value.getString()
-                                         : std::string("compress_state");
-    if (state.empty() || state.find_first_of(" ./{}") != std::string::npos) {
-      error(arg("state").range,
-            fmt::format("op.compress: state name '{}' must be a plain word "
-                        "such as \"compress_state\"",
-                        state));
-      return EvalValue::poison();
-    }
-    int64_t ratio = arg("ratio").value.getInt();
-    if (ratio < 2) {
-      error(
-          arg("ratio").range,
-          fmt::format("op.compress: ratio must be at least 2, got {}", ratio));
-      return EvalValue::poison();
-    }
-    if (!layer) {
-      error(range, "op.compress must be used inside a layer loop (decode-time "
-                   "state is per layer)");
-      return EvalValue::poison();
-    }
-    ir::Op *op = createOp(OpKind::Compress, operands, range, 2);
-    op->attrs["ratio"] = ratio;
-    op->attrs["overlap"] = present("overlap") && arg("overlap").value.getBool();
-    op->attrs["state"] = state;
-    return EvalValue::tuple({EvalValue::tensor(op->getResult(0)),
-                             EvalValue::tensor(op->getResult(1))});
-  }
-  if (n == "route") {
-    std::vector<ir::Value *> operands = {tensorArg("logits")};
-    if (present("bias"))
-      operands.push_back(tensorArg("bias"));
-    if (present("table") != present("tokens")) {
-      error(range, "op.route: table and tokens go together (hash routing: "
-                   "the experts of token t are table[t])");
-      return EvalValue::poison();
-    }
-    if (present("table")) {
-      operands.push_back(tensorArg("table"));
-      operands.push_back(tensorArg("tokens"));
-    }
-    for (ir::Value *v : operands)
-      if (!v)
-        return EvalValue::poison();
-    ir::Op *op = createOp(OpKind::Route, operands, range, 2);
-    if (present("table"))
-      op->attrs["table"] = true;
-    op->attrs["top_k"] = arg("top_k").value.getInt();
-    op->attrs["scoring"] = present("scoring") ? arg("scoring").value.getString()
-                                              : std::string("softmax");
-    op->attrs["order"] = present("order") ? arg("order").value.getString()
-                                          : std::string("score_topk");
-    op->attrs["normalize"] =
-        present("normalize") && arg("normalize").value.getBool();
-    op->attrs["scale"] =
-        present("scale") ? arg("scale").value.getNumber() : 1.0;
-    op->attrs["groups"] =
-        present("groups") ? arg("groups").value.getInt() : int64_t(1);
-    op->attrs["topk_groups"] =
-        present("topk_groups") ? arg("topk_groups").value.getInt() : int64_t(1);
-    if (present("bias"))
-      op->attrs["bias"] = true;
-    if (present("jitter_eps"))
-      op->attrs["jitter_eps"] = arg("jitter_eps").value.getNumber();
-    return EvalValue::tuple({EvalValue::tensor(op->getResult(0)),
-                             EvalValue::tensor(op->getResult(1))});
-  }
-  if (n == "experts")
-    return buildExperts(args, range);
-  error(range, fmt::format("op.{} is not implemented", n));
-  return EvalValue::poison();
+  ir::Op *created = block->push(std::move(op));
+  if (body && !buildRegion(s, *created, *body, bodyRange, range))
+    return EvalValue::poison();
+  if (!ir::verifyOp(*created, diags))
+    return EvalValue::poison();
+  if (created->getNumResults() == 1)
+    return EvalValue::tensor(created->getResult());
+  std::vector<EvalValue> parts;
+  for (const auto &res : created->getResults())
+    parts.push_back(EvalValue::tensor(res.get()));
+  return EvalValue::tuple(std::move(parts));
 }
 
-EvalValue Evaluator::buildExperts(std::vector<BoundArg> &args,
-                                  SourceRange range) {
-  // Params: x, weights, indices, count, body.
-  ir::Value *x = asTensor(args[0].value, args[0].range);
-  ir::Value *w = asTensor(args[1].value, args[1].range);
-  ir::Value *idx = asTensor(args[2].value, args[2].range);
-  if (!x || !w || !idx)
-    return EvalValue::poison();
-  int64_t count = args[3].value.getInt();
-  if (count <= 0) {
-    error(args[3].range,
-          fmt::format("op.experts: count must be positive, got {}", count));
-    return EvalValue::poison();
+bool Evaluator::buildRegion(const ir::OpSchema &s, ir::Op &op,
+                            const Callable &fn, SourceRange fnRange,
+                            SourceRange range) {
+  const ir::RegionSpec &spec = s.regions.front();
+  size_t want = spec.blockArgs.size() + spec.indices.size();
+  if (fn.params->size() != want) {
+    std::string params;
+    for (const std::string &p : spec.blockArgs)
+      params += (params.empty() ? "" : ", ") + p;
+    for (const std::string &p : spec.indices)
+      params += (params.empty() ? "" : ", ") + p;
+    error(fnRange, fmt::format("op.{}: the {} must take ({}), e.g. fn({}) "
+                               "{{ ... }}; it takes {} parameter(s)",
+                               s.mnemonic(), spec.name, params, params,
+                               fn.params->size()));
+    return false;
   }
-  if (expertCount) {
-    error(range, "op.experts cannot be nested in an expert body");
-    return EvalValue::poison();
+  ir::Block *region = op.addRegion();
+  std::vector<CallArg> callArgs;
+  std::vector<SourceRange> ranges;
+  for (size_t i = 0; i < spec.blockArgs.size(); ++i) {
+    ir::Value *arg =
+        region->addArgument(ir::TensorType::unknown(), (*fn.params)[i].name);
+    callArgs.push_back({"", EvalValue::tensor(arg)});
+    ranges.push_back(fnRange);
   }
-  const Callable &fn = *args[4].value.getFunction();
-  if (fn.params->size() != 2) {
-    error(args[4].range,
-          fmt::format("op.experts: the body must take (tokens, expert "
-                      "index), e.g. fn(t, e) {{ ... }}; it takes {} "
-                      "parameter(s)",
-                      fn.params->size()));
-    return EvalValue::poison();
+  for (const std::string &index : spec.indices) {
+    callArgs.push_back({"", EvalValue::index(index, std::nullopt)});
+    ranges.push_back(fnRange);
   }
-  ir::Op *op = createOp(OpKind::Experts, {x, w, idx}, range);
-  op->attrs["count"] = count;
-  ir::Block *body = op->addRegion();
-  ir::Value *tokens =
-      body->addArgument(ir::TensorType::unknown(), (*fn.params)[0].name);
   ir::Block *savedBlock = block;
-  block = body;
-  expertCount = count;
-  std::vector<CallArg> callArgs = {{"", EvalValue::tensor(tokens)},
-                                   {"", EvalValue::index("e", std::nullopt)}};
-  std::vector<SourceRange> ranges = {args[4].range, args[4].range};
+  block = region;
+  // The expert index is symbolic ({e}): the body is evaluated once for all
+  // experts, its weights named with the placeholder.
+  expertCount = op.attr<int64_t>("count");
   EvalValue result = callFunction(fn, callArgs, ranges, range);
   expertCount = 0;
-  if (result.isPoison()) {
-    block = savedBlock;
-    return result;
+  bool ok = !result.isPoison();
+  if (ok && !result.isTensor()) {
+    error(fnRange, fmt::format("op.{}: the {} must return a tensor, got {}",
+                               s.mnemonic(), spec.name, result.typeName()));
+    ok = false;
   }
-  if (!result.isTensor()) {
-    error(args[4].range,
-          fmt::format("op.experts: the body must return a tensor, got {}",
-                      result.typeName()));
-    block = savedBlock;
-    return EvalValue::poison();
-  }
-  createOp(OpKind::Yield, {result.getTensor()}, range, 0);
+  if (ok)
+    createOp(OpKind::Yield, {result.getTensor()}, range, 0);
   block = savedBlock;
-  return EvalValue::tensor(op->getResult());
+  return ok;
 }
 
 EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,

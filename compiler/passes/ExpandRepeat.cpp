@@ -35,7 +35,9 @@ public:
         for (int64_t l : region->layers)
           kindOf[l] = region.get();
       std::vector<Value *> carried = rep.operands;
-      for (int64_t l = rep.getInt("begin"); l < rep.getInt("end"); ++l) {
+      int64_t begin = rep.attr<int64_t>("begin"),
+              end = rep.attr<int64_t>("end");
+      for (int64_t l = begin; l < end; ++l) {
         Block *kind = kindOf[l];
         ValueMap map;
         for (size_t k = 0; k < carried.size(); ++k)
@@ -47,11 +49,11 @@ public:
             continue;
           }
           std::unique_ptr<Op> copy = cloneOp(*opPtr, map);
-          if (auto *name = copy->getAttr<std::string>("name"))
-            if (copy->getKind() == OpKind::Param ||
-                copy->getKind() == OpKind::StateIn ||
-                copy->getKind() == OpKind::StateOut)
-              copy->attrs["name"] = instantiatePattern(*name, l, -1);
+          if (copy->getKind() == OpKind::Param ||
+              copy->getKind() == OpKind::StateIn ||
+              copy->getKind() == OpKind::StateOut)
+            copy->setAttr("name", instantiatePattern(
+                                      copy->attr<std::string>("name"), l, -1));
           substituteLayer(*copy, l);
           body.insert(it, std::move(copy));
         }
@@ -68,8 +70,9 @@ private:
     for (auto &region : op.getRegions())
       for (auto &inner : region->getOps()) {
         if (inner->getKind() == OpKind::Param)
-          if (auto *name = inner->getAttr<std::string>("name"))
-            inner->attrs["name"] = instantiatePattern(*name, layer, -1);
+          inner->setAttr(
+              "name",
+              instantiatePattern(inner->attr<std::string>("name"), layer, -1));
         substituteLayer(*inner, layer);
       }
   }

@@ -51,13 +51,13 @@ public:
           bool recurrent = op.getFamily() == OpFamily::Recurrent;
           if (op.getKind() != OpKind::Cache && !recurrent)
             continue;
-          if (recurrent ? op.getBool("has_past") : op.getNumOperands() != 1) {
+          if (op.hasOperand("past")) {
             reportOpError(ctx.diags, op,
                           "already has a past state (kv-cache "
                           "ran twice?)");
             return false;
           }
-          std::string name = op.getString(recurrent ? "state" : "name");
+          std::string name = op.attr<std::string>(recurrent ? "state" : "name");
           if (!names.insert(name).second) {
             reportOpError(
                 ctx.diags, op,
@@ -89,21 +89,19 @@ public:
             for (size_t i = 0; i < layout.size(); ++i)
               if (layout[i] == 1)
                 presentType.dims[i] = past + seq;
-            op.attrs["layout"] = layout;
+            op.setAttr("layout", layout);
           }
 
           std::string inName = "past_key_values.{i}." + name;
           std::string outName = "present.{i}." + name;
           auto in = std::make_unique<Op>(OpKind::StateIn, op.getLoc());
-          in->attrs["name"] = inName;
+          in->setAttr("name", inName);
           Value *pastValue = in->addResult(pastType);
           region->insert(it, std::move(in));
-          op.operands.push_back(pastValue);
-          if (recurrent)
-            op.attrs["has_past"] = true;
+          op.setOperand("past", pastValue);
           Value *present = op.addResult(presentType);
           auto out = std::make_unique<Op>(OpKind::StateOut, op.getLoc());
-          out->attrs["name"] = outName;
+          out->setAttr("name", outName);
           out->operands.push_back(present);
           auto next = std::next(it);
           region->insert(next, std::move(out));

@@ -24,10 +24,8 @@ bool addAttentionMask(ir::Module &m, const ir::SymExpr &length,
     bool reads = op.getKind() == ir::OpKind::Attention ||
                  op.getKind() == ir::OpKind::MlaAttention ||
                  op.getFamily() == ir::OpFamily::Recurrent;
-    if (reads && !op.getBool("masked")) {
-      op.operands.push_back(mask);
-      op.attrs["masked"] = true;
-    }
+    if (reads && !op.hasOperand("mask"))
+      op.setOperand("mask", mask);
   });
   return true;
 }

@@ -114,7 +114,7 @@ arch t {
   k.replace(k.find("k: 2"), 4, "k: 0");
   c = compile(d, k, "{}");
   ASSERT_FALSE(c.ok);
-  EXPECT_NE(c.diagnostics().find("topk_mask: k must be positive"),
+  EXPECT_NE(c.diagnostics().find("op.topk_mask: k must be at least 1, got 0"),
             std::string::npos)
       << c.diagnostics();
 }

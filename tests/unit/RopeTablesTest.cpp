@@ -11,10 +11,10 @@ namespace {
 std::unique_ptr<ir::Op> ropeOp(double theta, int64_t dim,
                                std::shared_ptr<ir::AttrDict> scaling) {
   auto op = std::make_unique<ir::Op>(ir::OpKind::Rope, ir::Location{});
-  op->attrs["theta"] = theta;
-  op->attrs["dim"] = dim;
+  op->setAttr("theta", theta);
+  op->setAttr("dim", dim);
   if (scaling)
-    op->attrs["scaling"] = scaling;
+    op->setAttr("scaling", scaling);
   return op;
 }
 } // namespace

@@ -72,7 +72,7 @@ TEST(Verifier, RejectsWrongOperandCount) {
 TEST(Verifier, RejectsUndeclaredWeight) {
   Fixture f;
   Op *p = f.op(OpKind::Param, {});
-  p->attrs["name"] = std::string("w");
+  p->setAttr("name", std::string("w"));
   p->getResult()->type = f32({4});
   f.ret({p->getResult()});
   EXPECT_FALSE(verifyModule(f.m, f.diags));
@@ -90,9 +90,11 @@ TEST(Verifier, RejectsBadRouteAttributes) {
   Fixture f;
   Value *x = f.input(f32({2, 8}), "x");
   Op *r = f.op(OpKind::Route, {x}, 2);
-  r->attrs["top_k"] = int64_t(2);
-  r->attrs["scoring"] = std::string("softermax");
+  r->setAttr("top_k", int64_t(2));
+  r->setAttr("scoring", std::string("softermax"));
   f.ret({r->getResult(0)});
   EXPECT_FALSE(verifyModule(f.m, f.diags));
-  EXPECT_NE(f.errors().find("unknown scoring 'softermax'"), std::string::npos);
+  EXPECT_NE(f.errors().find("scoring must be softmax, sigmoid, sqrtsoftplus, "
+                            "sparsemixer or none, got \"softermax\""),
+            std::string::npos);
 }

@@ -14,334 +14,537 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
+#include "ir/OpSchema.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace archc::ir {
 
-bool verifyAttention(const Op &op, DiagnosticEngine &d) {
-  switch (op.getKind()) {
-  case OpKind::Rope: {
-    if (op.getNumOperands() != 2) {
-      reportOpError(d, op, "expects (x, positions)");
-      return false;
-    }
-    if (!(op.getFloat("theta", 0) > 0)) {
-      reportOpError(d, op, "theta must be positive");
-      return false;
-    }
-    if (auto *sc = op.getAttr<std::shared_ptr<AttrDict>>("scaling")) {
-      auto it = (*sc)->entries.find("rope_type");
-      if (it == (*sc)->entries.end())
-        it = (*sc)->entries.find("type");
-      std::string type = it != (*sc)->entries.end() &&
-                                 std::holds_alternative<std::string>(it->second)
-                             ? std::get<std::string>(it->second)
-                             : "default";
-      static const char *known[] = {"default", "linear", "dynamic",
-                                    "llama3",  "yarn",   "longrope"};
-      bool ok = false;
-      for (const char *k : known)
-        ok |= type == k;
-      if (!ok) {
-        reportOpError(d, op,
-                      fmt::format("unsupported rope scaling type "
-                                  "'{}' (supported: default, linear, "
-                                  "dynamic, llama3, yarn, longrope)",
-                                  type));
-        return false;
-      }
-    }
+namespace {
+bool verifyRope(const Op &op, DiagnosticEngine &d) {
+  const auto *sc = op.optAttr<std::shared_ptr<AttrDict>>("scaling");
+  if (!sc)
     return true;
-  }
-  case OpKind::Attention: {
-    size_t want =
-        3 + (op.getBool("sinks") ? 1 : 0) + (op.getBool("extra") ? 2 : 0) +
-        (op.getBool("extra_mask") ? 1 : 0) + (op.getBool("masked") ? 1 : 0);
-    if (op.getNumOperands() != want) {
-      reportOpError(d, op,
-                    fmt::format("expects {} operands, has {}", want,
-                                op.getNumOperands()));
-      return false;
-    }
-    if (op.hasAttr("window") && op.getInt("window") <= 0) {
-      reportOpError(d, op, "window must be positive");
-      return false;
-    }
-    if (op.hasAttr("softcap") && !(op.getFloat("softcap") > 0)) {
-      reportOpError(d, op, "softcap must be positive");
-      return false;
-    }
-    if (op.getBool("extra_mask") && !op.getBool("extra")) {
-      reportOpError(d, op, "extra_mask needs extra keys (extra_k, extra_v)");
-      return false;
-    }
-    return true;
-  }
-  case OpKind::MlaAttention: {
-    size_t want = 5 + (op.getBool("masked") ? 1 : 0);
-    if (op.getNumOperands() != want) {
-      reportOpError(d, op,
-                    fmt::format("expects {} operands, has {}", want,
-                                op.getNumOperands()));
-      return false;
-    }
-    if (op.getInt("v_dim", 0) <= 0) {
-      reportOpError(d, op, "v_dim must be positive");
-      return false;
-    }
-    return true;
-  }
-  case OpKind::Cache:
-    if (op.getNumOperands() < 1 || op.getNumOperands() > 2 ||
-        op.getString("name").empty()) {
-      reportOpError(d, op, "expects (x[, past]) and a name");
-      return false;
-    }
-    return true;
-  default:
-    return true;
-  }
+  auto it = (*sc)->entries.find("rope_type");
+  if (it == (*sc)->entries.end())
+    it = (*sc)->entries.find("type");
+  std::string type = it != (*sc)->entries.end() &&
+                             std::holds_alternative<std::string>(it->second)
+                         ? std::get<std::string>(it->second)
+                         : "default";
+  static const char *known[] = {"default", "linear", "dynamic",
+                                "llama3",  "yarn",   "longrope"};
+  for (const char *k : known)
+    if (type == k)
+      return true;
+  reportOpError(d, op,
+                fmt::format("unsupported rope scaling type '{}' (supported: "
+                            "default, linear, dynamic, llama3, yarn, "
+                            "longrope)",
+                            type));
+  return false;
 }
 
-bool inferAttention(Op &op, DiagnosticEngine &d) {
-  switch (op.getKind()) {
-  case OpKind::Rope: {
-    const TensorType &x = op.getOperand(0)->type;
-    const TensorType &p = op.getOperand(1)->type;
-    if (x.rank() != 4) {
+bool inferRope(Op &op, DiagnosticEngine &d) {
+  const TensorType &x = op.getOperand(0)->type;
+  const TensorType &p = op.getOperand(1)->type;
+  if (x.rank() != 4) {
+    reportOpError(d, op,
+                  fmt::format("expects x as [batch, seq, heads, "
+                              "head_dim], got {}",
+                              x.str()));
+    return false;
+  }
+  if (p.dtype != DType::I64 && p.dtype != DType::I32) {
+    reportOpError(d, op,
+                  fmt::format("positions must be integers, got {}", p.str()));
+    return false;
+  }
+  if (p.rank() != 2 || p.dims[0] != x.dims[0] || p.dims[1] != x.dims[1]) {
+    reportOpError(d, op,
+                  fmt::format("positions {} do not match [batch, "
+                              "seq] of {}",
+                              p.str(), x.str()));
+    return false;
+  }
+  auto headDim = x.dims[3].getConstant();
+  const int64_t *dim = op.optAttr<int64_t>("dim");
+  int64_t rot = dim ? *dim : headDim.value_or(0);
+  if (!headDim || rot <= 0 || rot > *headDim || rot % 2) {
+    reportOpError(d, op,
+                  fmt::format("rotary dim {} must be even and at most "
+                              "the head dim of {}",
+                              rot, x.str()));
+    return false;
+  }
+  op.getResult()->type = x;
+  return true;
+}
+
+bool inferAttentionOp(Op &op, DiagnosticEngine &d) {
+  const TensorType &q = op.getOperand(0)->type;
+  const TensorType &k = op.getOperand(1)->type;
+  const TensorType &v = op.getOperand(2)->type;
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
+    reportOpError(d, op,
+                  fmt::format("expects q, k, v as [batch, seq, "
+                              "heads, head_dim], got {}, {}, {}",
+                              q.str(), k.str(), v.str()));
+    return false;
+  }
+  if (q.dtype != k.dtype || q.dtype != v.dtype) {
+    reportOpError(d, op, "q, k and v must have the same element type");
+    return false;
+  }
+  if (k.dims[0] != q.dims[0] || v.dims[0] != q.dims[0]) {
+    reportOpError(d, op, "q, k and v must have the same batch");
+    return false;
+  }
+  if (k.dims[1] != v.dims[1] || k.dims[2] != v.dims[2]) {
+    reportOpError(d, op,
+                  fmt::format("k {} and v {} must agree in length "
+                              "and heads",
+                              k.str(), v.str()));
+    return false;
+  }
+  if (q.dims[3] != k.dims[3]) {
+    reportOpError(d, op,
+                  fmt::format("query head dim {} differs from key "
+                              "head dim {}",
+                              q.dims[3].str(), k.dims[3].str()));
+    return false;
+  }
+  auto h = q.dims[2].getConstant(), hk = k.dims[2].getConstant();
+  if (!h || !hk || *hk <= 0 || *h % *hk != 0) {
+    reportOpError(d, op,
+                  fmt::format("query heads {} must be a multiple of "
+                              "key/value heads {}",
+                              q.dims[2].str(), k.dims[2].str()));
+    return false;
+  }
+  if (const Value *sinks = op.operand("sinks")) {
+    const TensorType &s = sinks->type;
+    if (s.rank() != 1 || s.dims[0] != q.dims[2]) {
       reportOpError(d, op,
-                    fmt::format("expects x as [batch, seq, heads, "
-                                "head_dim], got {}",
-                                x.str()));
+                    fmt::format("sinks {} must be one value per "
+                                "query head ({})",
+                                s.str(), q.dims[2].str()));
       return false;
     }
-    if (p.dtype != DType::I64 && p.dtype != DType::I32) {
+  }
+  if (op.hasOperand("extra_k")) {
+    const TensorType &ek = op.operand("extra_k")->type;
+    const TensorType &ev = op.operand("extra_v")->type;
+    if (ek.rank() != 4 || ev.rank() != 4 || ek.dtype != q.dtype ||
+        ev.dtype != q.dtype || ek.dims != k.dims || ev.dims != v.dims) {
       reportOpError(d, op,
-                    fmt::format("positions must be integers, got {}", p.str()));
+                    fmt::format("extra keys {} and values {} must "
+                                "have the types of k {} and v {} "
+                                "(the same key positions)",
+                                ek.str(), ev.str(), k.str(), v.str()));
       return false;
     }
-    if (p.rank() != 2 || p.dims[0] != x.dims[0] || p.dims[1] != x.dims[1]) {
+  }
+  if (const Value *extraMask = op.operand("extra_mask")) {
+    const TensorType &em = extraMask->type;
+    bool perKey =
+        em.rank() == 2 && em.dims[0] == q.dims[0] && em.dims[1] == k.dims[1];
+    bool perQuery = em.rank() == 3 && em.dims[0] == q.dims[0] &&
+                    em.dims[1] == q.dims[1] && em.dims[2] == k.dims[1];
+    if (em.dtype != DType::Bool || !(perKey || perQuery)) {
       reportOpError(d, op,
-                    fmt::format("positions {} do not match [batch, "
-                                "seq] of {}",
-                                p.str(), x.str()));
+                    fmt::format("extra_mask {} must be bool [batch, "
+                                "keys] or [batch, seq, keys] = "
+                                "[{}, {}, {}]",
+                                em.str(), q.dims[0].str(), q.dims[1].str(),
+                                k.dims[1].str()));
       return false;
     }
-    auto headDim = x.dims[3].getConstant();
-    int64_t rot = op.getInt("dim", headDim.value_or(0));
-    if (!headDim || rot <= 0 || rot > *headDim || rot % 2) {
+  }
+  if (const Value *mask = op.operand("mask")) {
+    const TensorType &m = mask->type;
+    if (m.rank() != 2 || m.dims[0] != q.dims[0] || m.dims[1] != k.dims[1]) {
       reportOpError(d, op,
-                    fmt::format("rotary dim {} must be even and at most "
-                                "the head dim of {}",
-                                rot, x.str()));
+                    fmt::format("mask {} must be [batch, keys] = "
+                                "[{}, {}]",
+                                m.str(), q.dims[0].str(), k.dims[1].str()));
       return false;
     }
-    op.getResult()->type = x;
+  }
+  op.getResult()->type =
+      TensorType(q.dtype, {q.dims[0], q.dims[1], q.dims[2], v.dims[3]});
+  return true;
+}
+
+bool inferMla(Op &op, DiagnosticEngine &d) {
+  const TensorType &qn = op.getOperand(0)->type;
+  const TensorType &qr = op.getOperand(1)->type;
+  const TensorType &lat = op.getOperand(2)->type;
+  const TensorType &kr = op.getOperand(3)->type;
+  const TensorType &w = op.getOperand(4)->type;
+  if (qn.rank() != 4 || qr.rank() != 4 || lat.rank() != 3 || kr.rank() != 3 ||
+      w.rank() != 2) {
+    reportOpError(d, op,
+                  fmt::format("expects q_nope, q_pe [batch, seq, "
+                              "heads, d], latent, k_pe [batch, "
+                              "keys, d] and kv_weight [out, c], got "
+                              "{}, {}, {}, {}, {}",
+                              qn.str(), qr.str(), lat.str(), kr.str(),
+                              w.str()));
+    return false;
+  }
+  if (qn.dims[0] != qr.dims[0] || qn.dims[1] != qr.dims[1] ||
+      qn.dims[2] != qr.dims[2]) {
+    reportOpError(d, op,
+                  fmt::format("q_nope {} and q_pe {} must agree in "
+                              "batch, seq and heads",
+                              qn.str(), qr.str()));
+    return false;
+  }
+  if (lat.dims[0] != qn.dims[0] || kr.dims[0] != qn.dims[0] ||
+      lat.dims[1] != kr.dims[1]) {
+    reportOpError(d, op,
+                  fmt::format("latent {} and k_pe {} must agree in "
+                              "batch and length with q {}",
+                              lat.str(), kr.str(), qn.str()));
+    return false;
+  }
+  if (kr.dims[2] != qr.dims[3]) {
+    reportOpError(d, op,
+                  fmt::format("k_pe {} and q_pe {} rope dims differ", kr.str(),
+                              qr.str()));
+    return false;
+  }
+  auto h = qn.dims[2].getConstant(), dn = qn.dims[3].getConstant();
+  int64_t dv = op.attr<int64_t>("v_dim");
+  if (!h || !dn || w.dims[1] != lat.dims[2] ||
+      w.dims[0] != SymExpr(*h * (*dn + dv))) {
+    reportOpError(d, op,
+                  fmt::format("kv_weight {} must be [heads * "
+                              "(nope + v_dim), c] = [{} * ({} + "
+                              "{}), {}]",
+                              w.str(), qn.dims[2].str(), qn.dims[3].str(), dv,
+                              lat.dims[2].str()));
+    return false;
+  }
+  if (const Value *mask = op.operand("mask")) {
+    const TensorType &m = mask->type;
+    if (m.rank() != 2 || m.dims[0] != qn.dims[0] || m.dims[1] != lat.dims[1]) {
+      reportOpError(d, op,
+                    fmt::format("mask {} must be [batch, keys]", m.str()));
+      return false;
+    }
+  }
+  op.getResult()->type =
+      TensorType(qn.dtype, {qn.dims[0], qn.dims[1], qn.dims[2], SymExpr(dv)});
+  return true;
+}
+
+bool inferCache(Op &op, DiagnosticEngine &d) {
+  const TensorType &x = op.getOperand(0)->type;
+  if (x.rank() < 2) {
+    reportOpError(d, op,
+                  fmt::format("state must be [batch, seq, ...], got "
+                              "{}",
+                              x.str()));
+    return false;
+  }
+  const Value *pastValue = op.operand("past");
+  if (!pastValue) {
+    op.getResult(0)->type = x;
     return true;
   }
-  case OpKind::Attention: {
-    const TensorType &q = op.getOperand(0)->type;
-    const TensorType &k = op.getOperand(1)->type;
-    const TensorType &v = op.getOperand(2)->type;
-    if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
-      reportOpError(d, op,
-                    fmt::format("expects q, k, v as [batch, seq, "
-                                "heads, head_dim], got {}, {}, {}",
-                                q.str(), k.str(), v.str()));
-      return false;
-    }
-    if (q.dtype != k.dtype || q.dtype != v.dtype) {
-      reportOpError(d, op, "q, k and v must have the same element type");
-      return false;
-    }
-    if (k.dims[0] != q.dims[0] || v.dims[0] != q.dims[0]) {
-      reportOpError(d, op, "q, k and v must have the same batch");
-      return false;
-    }
-    if (k.dims[1] != v.dims[1] || k.dims[2] != v.dims[2]) {
-      reportOpError(d, op,
-                    fmt::format("k {} and v {} must agree in length "
-                                "and heads",
-                                k.str(), v.str()));
-      return false;
-    }
-    if (q.dims[3] != k.dims[3]) {
-      reportOpError(d, op,
-                    fmt::format("query head dim {} differs from key "
-                                "head dim {}",
-                                q.dims[3].str(), k.dims[3].str()));
-      return false;
-    }
-    auto h = q.dims[2].getConstant(), hk = k.dims[2].getConstant();
-    if (!h || !hk || *hk <= 0 || *h % *hk != 0) {
-      reportOpError(d, op,
-                    fmt::format("query heads {} must be a multiple of "
-                                "key/value heads {}",
-                                q.dims[2].str(), k.dims[2].str()));
-      return false;
-    }
-    size_t next = 3;
-    if (op.getBool("sinks")) {
-      const TensorType &s = op.getOperand(next++)->type;
-      if (s.rank() != 1 || s.dims[0] != q.dims[2]) {
-        reportOpError(d, op,
-                      fmt::format("sinks {} must be one value per "
-                                  "query head ({})",
-                                  s.str(), q.dims[2].str()));
-        return false;
-      }
-    }
-    if (op.getBool("extra")) {
-      const TensorType &ek = op.getOperand(next++)->type;
-      const TensorType &ev = op.getOperand(next++)->type;
-      if (ek.rank() != 4 || ev.rank() != 4 || ek.dtype != q.dtype ||
-          ev.dtype != q.dtype || ek.dims != k.dims || ev.dims != v.dims) {
-        reportOpError(d, op,
-                      fmt::format("extra keys {} and values {} must "
-                                  "have the types of k {} and v {} "
-                                  "(the same key positions)",
-                                  ek.str(), ev.str(), k.str(), v.str()));
-        return false;
-      }
-    }
-    if (op.getBool("extra_mask")) {
-      const TensorType &em = op.getOperand(next++)->type;
-      bool perKey =
-          em.rank() == 2 && em.dims[0] == q.dims[0] && em.dims[1] == k.dims[1];
-      bool perQuery = em.rank() == 3 && em.dims[0] == q.dims[0] &&
-                      em.dims[1] == q.dims[1] && em.dims[2] == k.dims[1];
-      if (em.dtype != DType::Bool || !(perKey || perQuery)) {
-        reportOpError(d, op,
-                      fmt::format("extra_mask {} must be bool [batch, "
-                                  "keys] or [batch, seq, keys] = "
-                                  "[{}, {}, {}]",
-                                  em.str(), q.dims[0].str(), q.dims[1].str(),
-                                  k.dims[1].str()));
-        return false;
-      }
-    }
-    if (op.getBool("masked")) {
-      const TensorType &m = op.getOperand(next++)->type;
-      if (m.rank() != 2 || m.dims[0] != q.dims[0] || m.dims[1] != k.dims[1]) {
-        reportOpError(d, op,
-                      fmt::format("mask {} must be [batch, keys] = "
-                                  "[{}, {}]",
-                                  m.str(), q.dims[0].str(), k.dims[1].str()));
-        return false;
-      }
-    }
-    op.getResult()->type =
-        TensorType(q.dtype, {q.dims[0], q.dims[1], q.dims[2], v.dims[3]});
-    return true;
+  // With a past state: full = concat(past, x) along seq.
+  const TensorType &past = pastValue->type;
+  std::vector<int64_t> layout = cacheLayout(x.rank());
+  size_t seqPos = 0;
+  for (size_t i = 0; i < layout.size(); ++i)
+    if (layout[i] == 1)
+      seqPos = i;
+  bool ok = past.rank() == x.rank() && past.dtype == x.dtype;
+  for (size_t i = 0; ok && i < layout.size(); ++i)
+    if (i != seqPos && past.dims[i] != x.dims[layout[i]])
+      ok = false;
+  if (!ok) {
+    reportOpError(d, op,
+                  fmt::format("past state {} does not match {} in "
+                              "storage layout",
+                              past.str(), x.str()));
+    return false;
   }
-  case OpKind::MlaAttention: {
-    const TensorType &qn = op.getOperand(0)->type;
-    const TensorType &qr = op.getOperand(1)->type;
-    const TensorType &lat = op.getOperand(2)->type;
-    const TensorType &kr = op.getOperand(3)->type;
-    const TensorType &w = op.getOperand(4)->type;
-    if (qn.rank() != 4 || qr.rank() != 4 || lat.rank() != 3 || kr.rank() != 3 ||
-        w.rank() != 2) {
-      reportOpError(d, op,
-                    fmt::format("expects q_nope, q_pe [batch, seq, "
-                                "heads, d], latent, k_pe [batch, "
-                                "keys, d] and kv_weight [out, c], got "
-                                "{}, {}, {}, {}, {}",
-                                qn.str(), qr.str(), lat.str(), kr.str(),
-                                w.str()));
-      return false;
+  TensorType full = x;
+  full.dims[1] = past.dims[seqPos] + x.dims[1];
+  TensorType present = past;
+  present.dims[seqPos] = full.dims[1];
+  op.getResult(0)->type = full;
+  if (op.getNumResults() > 1)
+    op.getResult(1)->type = present;
+  return true;
+}
+
+/// Keys a causal (sliding-window) kernel visits for s queries over t keys,
+/// query j at position t - s + j.
+double visitedKeys(double s, double t, double w, bool causal) {
+  if (!causal)
+    return s * t;
+  double base = t - s + 1; // keys of the first query
+  if (w <= 0)
+    return s * base + s * (s - 1) / 2;
+  if (base >= w)
+    return s * w;
+  double n1 = std::min(s, w - base + 1);
+  return n1 * base + n1 * (n1 - 1) / 2 + (s - n1) * w;
+}
+
+bool isCached(const Value *v) {
+  const Op *def = v->getDefiningOp();
+  return def && def->getKind() == OpKind::Cache;
+}
+
+OpCost ropeCost(const Op &op, const CostContext &ctx) {
+  OpCost c;
+  const TensorType &x = op.getOperand(0)->type;
+  const int64_t *dim = op.optAttr<int64_t>("dim");
+  double rot =
+      static_cast<double>(dim ? *dim : x.dims[3].getConstant().value_or(0));
+  double rotated = ctx.elements(x) / ctx.dim(x.dims[3]) * rot;
+  c.flops = 3 * rotated;
+  readOperandsWriteResults(op, ctx, c);
+  return c;
+}
+
+/// Attention: MACs B H (Dk + Dv) keys, keys summed over the queries of
+/// what a causal (windowed) kernel visits; per score the scale, mask,
+/// softmax (and soft-cap); K/V read once per distinct position (from the
+/// cache at KV precision), extra keys at their density.
+OpCost attentionCost(const Op &op, const CostContext &ctx) {
+  OpCost c;
+  const TensorType &q = op.getOperand(0)->type;
+  const TensorType &k = op.getOperand(1)->type;
+  const TensorType &v = op.getOperand(2)->type;
+  double b = ctx.dim(q.dims[0]), s = ctx.dim(q.dims[1]), h = ctx.dim(q.dims[2]);
+  double dk = ctx.dim(q.dims[3]), dv = ctx.dim(v.dims[3]);
+  double t = ctx.dim(k.dims[1]), hk = ctx.dim(k.dims[2]);
+  const int64_t *window = op.optAttr<int64_t>("window");
+  double w = window ? static_cast<double>(*window) : 0;
+  bool causal = op.attr<bool>("causal");
+  double keys = visitedKeys(s, t, w, causal);
+  // Distinct key positions read (a window bounds them); shared K = V (one
+  // tensor as both) is read once.
+  double span = w > 0 ? std::min(t, w + s - 1) : t;
+  auto kvRead = [&](const Value *key, const Value *value, double positions) {
+    double elems = b * hk * positions * (dk + (key == value ? 0 : dv));
+    if (isCached(key))
+      c.kvReadBytes += elems * ctx.kvBits() / 8;
+    else
+      c.activationBytes += elems * ctx.activationBits() / 8;
+  };
+  kvRead(op.getOperand(1), op.getOperand(2), span);
+  if (const Value *sinks = op.operand("sinks"))
+    ctx.read(sinks, c);
+  if (const Value *ek = op.operand("extra_k")) {
+    // Extra keys (compressed entries, a fraction `dens` of the key
+    // positions): query j at position t - s + j sees the
+    // floor((t - s + j + 1) dens) entries before it, or the k of them a
+    // topk_mask keeps.
+    const Value *ev = op.operand("extra_v");
+    double dens = ctx.density(ek);
+    double limit = 0;
+    if (const Value *em = op.operand("extra_mask")) {
+      const Op *sel = em->getDefiningOp();
+      if (sel && sel->getKind() == OpKind::TopkMask)
+        limit = static_cast<double>(sel->attr<int64_t>("k"));
+      ctx.read(em, c);
     }
-    if (qn.dims[0] != qr.dims[0] || qn.dims[1] != qr.dims[1] ||
-        qn.dims[2] != qr.dims[2]) {
-      reportOpError(d, op,
-                    fmt::format("q_nope {} and q_pe {} must agree in "
-                                "batch, seq and heads",
-                                qn.str(), qr.str()));
-      return false;
+    double extra = 0;
+    for (double j = 0; j < s; ++j) {
+      double seen = causal ? std::floor((t - s + j + 1) * dens + 1e-9)
+                           : std::floor(t * dens + 1e-9);
+      extra += limit > 0 ? std::min(limit, seen) : seen;
     }
-    if (lat.dims[0] != qn.dims[0] || kr.dims[0] != qn.dims[0] ||
-        lat.dims[1] != kr.dims[1]) {
-      reportOpError(d, op,
-                    fmt::format("latent {} and k_pe {} must agree in "
-                                "batch and length with q {}",
-                                lat.str(), kr.str(), qn.str()));
-      return false;
-    }
-    if (kr.dims[2] != qr.dims[3]) {
-      reportOpError(d, op,
-                    fmt::format("k_pe {} and q_pe {} rope dims differ",
-                                kr.str(), qr.str()));
-      return false;
-    }
-    auto h = qn.dims[2].getConstant(), dn = qn.dims[3].getConstant();
-    int64_t dv = op.getInt("v_dim", 0);
-    if (!h || !dn || w.dims[1] != lat.dims[2] ||
-        w.dims[0] != SymExpr(*h * (*dn + dv))) {
-      reportOpError(d, op,
-                    fmt::format("kv_weight {} must be [heads * "
-                                "(nope + v_dim), c] = [{} * ({} + "
-                                "{}), {}]",
-                                w.str(), qn.dims[2].str(), qn.dims[3].str(), dv,
-                                lat.dims[2].str()));
-      return false;
-    }
-    if (op.getBool("masked")) {
-      const TensorType &m = op.getOperand(5)->type;
-      if (m.rank() != 2 || m.dims[0] != qn.dims[0] ||
-          m.dims[1] != lat.dims[1]) {
-        reportOpError(d, op,
-                      fmt::format("mask {} must be [batch, keys]", m.str()));
-        return false;
-      }
-    }
-    op.getResult()->type =
-        TensorType(qn.dtype, {qn.dims[0], qn.dims[1], qn.dims[2], SymExpr(dv)});
-    return true;
+    keys += extra;
+    kvRead(ek, ev, std::floor(t * dens + 1e-9));
   }
-  case OpKind::Cache: {
-    const TensorType &x = op.getOperand(0)->type;
-    if (x.rank() < 2) {
-      reportOpError(d, op,
-                    fmt::format("state must be [batch, seq, ...], got "
-                                "{}",
-                                x.str()));
-      return false;
-    }
-    if (op.getNumOperands() == 1) {
-      op.getResult(0)->type = x;
-      return true;
-    }
-    // With a past state: full = concat(past, x) along seq.
-    const TensorType &past = op.getOperand(1)->type;
-    std::vector<int64_t> layout = cacheLayout(x.rank());
-    size_t seqPos = 0;
-    for (size_t i = 0; i < layout.size(); ++i)
-      if (layout[i] == 1)
-        seqPos = i;
-    bool ok = past.rank() == x.rank() && past.dtype == x.dtype;
-    for (size_t i = 0; ok && i < layout.size(); ++i)
-      if (i != seqPos && past.dims[i] != x.dims[layout[i]])
-        ok = false;
-    if (!ok) {
-      reportOpError(d, op,
-                    fmt::format("past state {} does not match {} in "
-                                "storage layout",
-                                past.str(), x.str()));
-      return false;
-    }
-    TensorType full = x;
-    full.dims[1] = past.dims[seqPos] + x.dims[1];
-    TensorType present = past;
-    present.dims[seqPos] = full.dims[1];
-    op.getResult(0)->type = full;
-    if (op.getNumResults() > 1)
-      op.getResult(1)->type = present;
-    return true;
-  }
-  default:
-    return true;
-  }
+  c.macs = b * h * (dk + dv) * keys;
+  c.matmulFlops = 2 * c.macs;
+  double scores = b * h * keys;
+  bool softcap = op.hasAttr("softcap");
+  double perScore = 2 /*scale, mask*/ + 5 /*softmax*/ + (softcap ? 3 : 0);
+  c.flops = c.matmulFlops + scores * perScore;
+  c.transcendentals = scores * (softcap ? 2 : 1);
+  ctx.read(op.getOperand(0), c);
+  if (const Value *mask = op.operand("mask"))
+    ctx.read(mask, c);
+  ctx.write(op.getResult(), c);
+  return c;
+}
+
+/// MLA: the cheaper of the two exact forms a serving kernel chooses
+/// between, per call:
+///   expanded: up-project all T cached latents to per-head K/V
+///             (T c H (dn + dv)), then attention over dn + dr + dv;
+///   absorbed: fold U_K into the query (S H dn c), attend over the latent
+///             as one shared head (keys (c + dr) + keys c), apply U_V
+///             (S H c dv).
+/// The cache read is the latent and the rope key, once.
+OpCost mlaCost(const Op &op, const CostContext &ctx) {
+  OpCost c;
+  const TensorType &qn = op.getOperand(0)->type;
+  const TensorType &qr = op.getOperand(1)->type;
+  const TensorType &lat = op.getOperand(2)->type;
+  double b = ctx.dim(qn.dims[0]), s = ctx.dim(qn.dims[1]),
+         h = ctx.dim(qn.dims[2]);
+  double dn = ctx.dim(qn.dims[3]), dr = ctx.dim(qr.dims[3]);
+  double t = ctx.dim(lat.dims[1]), lc = ctx.dim(lat.dims[2]);
+  double dv = static_cast<double>(op.attr<int64_t>("v_dim"));
+  double keys = visitedKeys(s, t, 0, op.attr<bool>("causal"));
+  double expanded = b * t * lc * h * (dn + dv) + b * h * keys * (dn + dr + dv);
+  double absorbed = b * s * h * dn * lc + b * h * keys * (lc + dr) +
+                    b * h * keys * lc + b * s * h * lc * dv;
+  c.macs = std::min(expanded, absorbed);
+  c.matmulFlops = 2 * c.macs;
+  double scores = b * h * keys;
+  c.flops = c.matmulFlops + scores * (2 + 5);
+  c.transcendentals = scores;
+  double kvElems = b * t * (lc + dr);
+  if (isCached(op.getOperand(2)))
+    c.kvReadBytes = kvElems * ctx.kvBits() / 8;
+  else
+    c.activationBytes += kvElems * ctx.activationBits() / 8;
+  ctx.read(op.getOperand(0), c);
+  ctx.read(op.getOperand(1), c);
+  ctx.read(op.operand("kv_weight"), c); // once
+  if (const Value *mask = op.operand("mask"))
+    ctx.read(mask, c);
+  ctx.write(op.getResult(), c);
+  return c;
+}
+
+/// The new tokens' keys or values written to the cache.
+OpCost cacheCost(const Op &op, const CostContext &ctx) {
+  OpCost c;
+  const Value *x = op.getOperand(0);
+  c.kvWriteBytes = ctx.elements(x->type) * ctx.kvBits() / 8;
+  ctx.read(x, c);
+  return c;
+}
+} // namespace
+
+void addAttentionSchemas(SchemaList &out) {
+  out.push_back(
+      SchemaBuilder(OpKind::Rope, "rotary position embedding")
+          .describe("Rotates the first `dim` dims of each head by angles "
+                    "position * theta^(-2i/dim), half-split (rotate_half) or "
+                    "on interleaved pairs; `scaling` is Hugging Face's "
+                    "rope_scaling dict (linear, dynamic, llama3, yarn, "
+                    "longrope).")
+          .language()
+          .operand("x", "[batch, seq, heads, head_dim]")
+          .operand("positions", "integer [batch, seq]")
+          .attr("theta", AttrType::Float, "the rotary base")
+          .above(0)
+          .optAttr("dim", AttrType::Int,
+                   "rotated dims per head (even); none: all of them")
+          .attr("interleaved", AttrType::Bool, false,
+                "rotate pairs (x[2i], x[2i+1]) instead of the two halves")
+          .optAttr("scaling", AttrType::Dict, "rope_scaling parameters")
+          .optAttr("max_positions", AttrType::Int,
+                   "max_position_embeddings (table size, dynamic/longrope)")
+          .optAttr("original_max_positions", AttrType::Int,
+                   "the pre-scaling context (longrope, yarn)")
+          .result("result", "same type as x")
+          .verify(verifyRope)
+          .infer(inferRope)
+          .cost(ropeCost)
+          .take());
+  out.push_back(
+      SchemaBuilder(OpKind::Attention,
+                    "scaled dot-product attention core (GQA aware)")
+          .describe("q [batch, seq, heads, d] over k, v [batch, keys, "
+                    "kv_heads, d]: heads share key/value heads in groups; "
+                    "the s queries are the last s of the key positions. "
+                    "Optional extra keys and values (at the same key "
+                    "positions, causal but not windowed, filtered by an "
+                    "extra mask) join the same softmax.")
+          .language()
+          .operand("q", "[batch, seq, heads, dk]")
+          .operand("k", "[batch, keys, kv_heads, dk]")
+          .operand("v", "[batch, keys, kv_heads, dv]")
+          .attr("causal", AttrType::Bool, true,
+                "queries see keys at or before their position")
+          .optAttr("window", AttrType::Int,
+                   "sliding window: keys within the last `window` positions, "
+                   "the query's included")
+          .atLeast(1)
+          .optAttr("scale", AttrType::Float, "score scale; none: 1 / sqrt(dk)")
+          .optAttr("softcap", AttrType::Float,
+                   "scores become softcap * tanh(scores / softcap)")
+          .above(0)
+          .optOperand("sinks", "[heads]: one extra logit per head that joins "
+                               "the softmax and takes no value")
+          .optOperand("extra_k", "[batch, keys, kv_heads, dk]", "extra_v")
+          .optOperand("extra_v", "[batch, keys, kv_heads, dv]", "extra_k")
+          .optOperand("extra_mask",
+                      "bool [batch, keys] or [batch, seq, keys]: which extra "
+                      "keys each query sees",
+                      "extra_k")
+          .passOperand("mask", "int64 [batch, keys] padding mask "
+                               "(attention-mask, kv-cache passes)")
+          .result("result", "[batch, seq, heads, dv]")
+          .infer(inferAttentionOp)
+          .cost(attentionCost)
+          .costHandlesDensity()
+          .denseResults()
+          .take());
+  out.push_back(
+      SchemaBuilder(OpKind::MlaAttention,
+                    "multi-head latent attention over a cached latent")
+          .describe("Keys and values of each head are expanded from a shared "
+                    "latent [batch, keys, c] with kv_weight [heads * (nope + "
+                    "v_dim), c]; the rope part of the key [batch, keys, dr] "
+                    "is shared by all heads.")
+          .language()
+          .operand("q_nope", "[batch, seq, heads, nope]")
+          .operand("q_pe", "[batch, seq, heads, dr]")
+          .operand("latent", "[batch, keys, c]")
+          .operand("k_pe", "[batch, keys, dr]")
+          .operand("kv_weight", "[heads * (nope + v_dim), c]")
+          .attr("v_dim", AttrType::Int, "value head dim")
+          .atLeast(1)
+          .optAttr("scale", AttrType::Float,
+                   "score scale; none: 1 / sqrt(nope + dr)")
+          .attr("causal", AttrType::Bool, true,
+                "queries see keys at or before their position")
+          .passOperand("mask", "int64 [batch, keys] padding mask")
+          .result("result", "[batch, seq, heads, v_dim]")
+          .infer(inferMla)
+          .cost(mlaCost)
+          .costHandlesDensity()
+          .denseResults()
+          .take());
+  out.push_back(
+      SchemaBuilder(OpKind::Cache,
+                    "decode-time state that grows along the sequence")
+          .describe("The identity until the kv-cache pass gives it a past "
+                    "state (rank-4 values [batch, seq, heads, d] are stored "
+                    "[batch, heads, seq, d]); it then yields the full keys "
+                    "(past + new) and the present state.")
+          .language()
+          .operand("x", "[batch, seq, ...]: the new tokens' entries")
+          .attr("name", AttrType::Identifier,
+                "state name: graph I/O past_key_values.{i}.<name>")
+          .passOperand("past", "the past state (kv-cache pass)")
+          .passAttr("layout", AttrType::IntList,
+                    "storage order of x's axes in the state")
+          .result("keys", "[batch, past + seq, ...] with a past state")
+          .passResult("present", "the state after this call")
+          .perLayerState()
+          .infer(inferCache)
+          .cost(cacheCost)
+          .take());
 }
 
 } // namespace archc::ir

@@ -13,45 +13,28 @@
 //       kv | gate inputs of the last W - 1 tokens (W = ratio, 2 ratio with
 //       overlap); `valid` flags the key positions (past and new, the length
 //       of the padding mask) whose token closes a window
-// The kv-cache pass appends the past state as an operand (attr has_past)
-// and adds the present state as a second result; the mask passes append
-// the padding mask (attr masked) last.
+// The kv-cache pass adds the past state (operand `past`) and the present
+// state (result `present`); the mask passes add the padding mask (operand
+// `mask`).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
+#include "ir/OpSchema.h"
 
 #include <fmt/format.h>
 
 namespace archc::ir {
 
-size_t baseOperandCount(const Op &op) {
-  switch (op.getKind()) {
-  case OpKind::CausalConv:
-    return 2;
-  case OpKind::DeltaRule:
-    return 5;
-  case OpKind::Compress:
-    return 3;
-  case OpKind::MlaAttention:
-    return 5;
-  default:
-    return op.getNumOperands();
-  }
-}
-
 namespace {
-/// With a past state (after kv-cache), operand `next` must have the state's
-/// type; advances `next` past it.
-bool checkPastState(const Op &op, size_t &next, const TensorType &state,
+/// With a past state (after kv-cache), it must have the state's type.
+bool checkPastState(const Op &op, const TensorType &state,
                     DiagnosticEngine &d) {
-  if (!op.getBool("has_past"))
-    return true;
-  const TensorType &past = op.getOperand(next++)->type;
-  if (past == state)
+  const Value *past = op.operand("past");
+  if (!past || past->type == state)
     return true;
   reportOpError(d, op,
                 fmt::format("past state {} does not match the state {}",
-                            past.str(), state.str()));
+                            past->type.str(), state.str()));
   return false;
 }
 
@@ -61,8 +44,9 @@ int64_t convKernel(const TensorType &w) {
 } // namespace
 
 bool recurrentStateType(const Op &op, TensorType &out) {
-  for (size_t i = 0; i < baseOperandCount(op); ++i)
-    if (!op.getOperand(i)->type.known)
+  const OpSchema &s = opSchema(op.getKind());
+  for (const OperandSpec &o : s.operands)
+    if (o.origin != Origin::Pass && !op.operand(o.name)->type.known)
       return false;
   if (op.getKind() == OpKind::CausalConv) {
     const TensorType &x = op.getOperand(0)->type;
@@ -73,8 +57,8 @@ bool recurrentStateType(const Op &op, TensorType &out) {
   }
   if (op.getKind() == OpKind::Compress) {
     const TensorType &kv = op.getOperand(0)->type;
-    int64_t ratio = op.getInt("ratio", 0);
-    int64_t window = op.getBool("overlap") ? 2 * ratio : ratio;
+    int64_t ratio = op.attr<int64_t>("ratio");
+    int64_t window = op.attr<bool>("overlap") ? 2 * ratio : ratio;
     out = TensorType(
         DType::F32, {kv.dims[0], SymExpr(window - 1), kv.dims[2] * SymExpr(2)});
     return true;
@@ -88,45 +72,13 @@ bool recurrentStateType(const Op &op, TensorType &out) {
   return false;
 }
 
-bool verifyRecurrent(const Op &op, DiagnosticEngine &d) {
-  size_t want = baseOperandCount(op) + (op.getBool("has_past") ? 1 : 0) +
-                (op.getBool("masked") ? 1 : 0);
-  if (op.getNumOperands() != want) {
-    reportOpError(
-        d, op,
-        fmt::format("expects {} operands, has {}", want, op.getNumOperands()));
-    return false;
-  }
-  std::string state = op.getString("state");
-  if (state.empty()) {
-    reportOpError(d, op, "needs a state name");
-    return false;
-  }
-  if (op.getKind() == OpKind::Compress) {
-    if (op.getInt("ratio", 0) < 2) {
-      reportOpError(d, op,
-                    fmt::format("ratio must be at least 2, got {}",
-                                op.getInt("ratio", 0)));
-      return false;
-    }
-    size_t results = 2 + (op.getBool("has_past") ? 1 : 0);
-    if (op.getNumResults() != results) {
-      reportOpError(d, op,
-                    fmt::format("expects {} results, has {}", results,
-                                op.getNumResults()));
-      return false;
-    }
-  }
-  return true;
-}
-
 namespace {
 bool inferCompress(Op &op, DiagnosticEngine &d) {
   const TensorType &kv = op.getOperand(0)->type;
   const TensorType &gate = op.getOperand(1)->type;
   const TensorType &ape = op.getOperand(2)->type;
-  int64_t ratio = op.getInt("ratio");
-  bool overlap = op.getBool("overlap");
+  int64_t ratio = op.attr<int64_t>("ratio");
+  bool overlap = op.attr<bool>("overlap");
   if (kv.rank() != 3 || kv != gate || !isFloat(kv.dtype)) {
     reportOpError(d, op,
                   fmt::format("expects kv and gate as float [batch, "
@@ -155,12 +107,11 @@ bool inferCompress(Op &op, DiagnosticEngine &d) {
   }
   TensorType state;
   recurrentStateType(op, state);
-  size_t next = 3;
-  if (!checkPastState(op, next, state, d))
+  if (!checkPastState(op, state, d))
     return false;
   SymExpr keys = kv.dims[1];
-  if (op.getBool("masked")) {
-    const TensorType &m = op.getOperand(next)->type;
+  if (const Value *mask = op.operand("mask")) {
+    const TensorType &m = mask->type;
     if (m.rank() != 2 || m.dims[0] != kv.dims[0]) {
       reportOpError(d, op,
                     fmt::format("mask {} must be [batch, keys]", m.str()));
@@ -171,16 +122,11 @@ bool inferCompress(Op &op, DiagnosticEngine &d) {
   int64_t out = overlap ? *channels / 2 : *channels;
   op.getResult(0)->type = TensorType(kv.dtype, {kv.dims[0], kv.dims[1], out});
   op.getResult(1)->type = TensorType(DType::Bool, {kv.dims[0], keys});
-  if (op.getNumResults() > 2)
-    op.getResult(2)->type = state;
+  if (Value *present = op.result("present"))
+    present->type = state;
   return true;
 }
-} // namespace
-
-bool inferRecurrent(Op &op, DiagnosticEngine &d) {
-  if (op.getKind() == OpKind::Compress)
-    return inferCompress(op, d);
-  size_t next = baseOperandCount(op);
+bool inferStateOp(Op &op, DiagnosticEngine &d) {
   if (op.getKind() == OpKind::CausalConv) {
     const TensorType &x = op.getOperand(0)->type;
     const TensorType &w = op.getOperand(1)->type;
@@ -235,12 +181,12 @@ bool inferRecurrent(Op &op, DiagnosticEngine &d) {
   }
   TensorType state;
   recurrentStateType(op, state);
-  if (!checkPastState(op, next, state, d))
+  if (!checkPastState(op, state, d))
     return false;
   const TensorType &x =
       op.getOperand(op.getKind() == OpKind::CausalConv ? 0 : 2)->type;
-  if (op.getBool("masked")) {
-    const TensorType &m = op.getOperand(next)->type;
+  if (const Value *mask = op.operand("mask")) {
+    const TensorType &m = mask->type;
     if (m.rank() != 2 || m.dims[0] != x.dims[0]) {
       reportOpError(d, op,
                     fmt::format("mask {} must be [batch, keys]", m.str()));
@@ -248,9 +194,163 @@ bool inferRecurrent(Op &op, DiagnosticEngine &d) {
     }
   }
   op.getResult(0)->type = x;
-  if (op.getNumResults() > 1)
-    op.getResult(1)->type = state;
+  if (Value *present = op.result("present"))
+    present->type = state;
   return true;
+}
+
+/// Linear-attention state ops: work per token is constant; the state is
+/// read and written once per call (a fused kernel keeps it on chip).
+OpCost stateOpCost(const Op &op, const CostContext &ctx) {
+  OpCost c;
+  const OpSchema &s = opSchema(op.getKind());
+  for (const OperandSpec &o : s.operands)
+    if (o.origin != Origin::Pass)
+      ctx.read(op.operand(o.name), c);
+  ctx.write(op.getResult(0), c);
+  if (const Value *mask = op.operand("mask"))
+    ctx.read(mask, c);
+  TensorType state;
+  recurrentStateType(op, state);
+  double stateElems = ctx.elements(state);
+  if (op.getKind() == OpKind::CausalConv) {
+    const TensorType &x = op.getOperand(0)->type;
+    double kernel = ctx.dim(op.getOperand(1)->type.dims.back());
+    c.macs = ctx.elements(x) * kernel;
+    c.matmulFlops = c.flops = 2 * c.macs;
+    c.kvReadBytes = stateElems * ctx.kvBits() / 8;
+    c.kvWriteBytes = stateElems * ctx.kvBits() / 8;
+    return c;
+  }
+  const TensorType &k = op.getOperand(1)->type;
+  const TensorType &v = op.getOperand(2)->type;
+  double b = ctx.dim(v.dims[0]), sq = ctx.dim(v.dims[1]),
+         hv = ctx.dim(v.dims[2]);
+  double dk = ctx.dim(k.dims[3]), dv = ctx.dim(v.dims[3]);
+  // Per token and value head: S^T k, k d^T and S^T q (3 dk dv MACs), the
+  // decay of S (dk dv), the delta (2 dv), one exp.
+  c.macs = 3 * b * sq * hv * dk * dv;
+  c.matmulFlops = 2 * c.macs;
+  c.flops = c.matmulFlops + b * sq * hv * (dk * dv + 2 * dv);
+  c.transcendentals = b * sq * hv;
+  c.kvReadBytes = stateElems * 32 / 8; // float32 state
+  c.kvWriteBytes = stateElems * 32 / 8;
+  return c;
+}
+
+/// op.compress: one entry per window of `ratio` tokens (amortised over the
+/// tokens of the call): per slot and output channel of the window (W =
+/// ratio, 2 ratio with overlap) the gate + ape add, the softmax and the
+/// weighted sum; every token's kv and gate inputs are read once, the
+/// float32 state read and written once per call.
+OpCost compressCost(const Op &op, const CostContext &ctx) {
+  OpCost c;
+  const TensorType &kv = op.getOperand(0)->type;
+  double ratio = static_cast<double>(op.attr<int64_t>("ratio"));
+  bool overlap = op.attr<bool>("overlap");
+  double window = overlap ? 2 * ratio : ratio;
+  double out = ctx.dim(kv.dims[2]) / (overlap ? 2 : 1);
+  double entries = ctx.dim(kv.dims[0]) * ctx.dim(kv.dims[1]) / ratio;
+  double slots = entries * window * out;
+  c.flops = slots * (1 + 5 + 2);
+  c.transcendentals = slots;
+  for (const char *name : {"kv", "gate", "ape"})
+    ctx.read(op.operand(name), c);
+  if (const Value *mask = op.operand("mask"))
+    ctx.read(mask, c);
+  c.activationBytes += entries * out * ctx.activationBits() / 8;
+  ctx.write(op.getResult(1), c);
+  TensorType state;
+  recurrentStateType(op, state);
+  c.kvReadBytes = ctx.elements(state) * 32 / 8;
+  c.kvWriteBytes = ctx.elements(state) * 32 / 8;
+  return c;
+}
+
+/// Entries and their flags hold one position in `ratio`; the present state
+/// is dense.
+double compressDensity(const Op &op, unsigned r, const std::vector<double> &) {
+  return r < 2 ? 1.0 / static_cast<double>(
+                           std::max<int64_t>(op.attr<int64_t>("ratio"), 1))
+               : 1.0;
+}
+
+SchemaBuilder &withState(SchemaBuilder &b, const char *defaultName) {
+  return b
+      .attr("state", AttrType::Identifier, std::string(defaultName),
+            "state name: graph I/O past_key_values.{i}.<state>")
+      .passOperand("past", "the past state (kv-cache pass)")
+      .passOperand("mask", "int64 [batch, keys] padding mask: padded tokens "
+                           "leave the state unchanged")
+      .perLayerState();
+}
+} // namespace
+
+void addRecurrentSchemas(SchemaList &out) {
+  SchemaBuilder conv(OpKind::CausalConv,
+                     "depthwise causal convolution over the sequence");
+  conv.describe("Each channel convolved with its own kernel over the current "
+                "and the kernel - 1 previous tokens; state: the last kernel - "
+                "1 inputs [batch, channels, kernel - 1].")
+      .language()
+      .operand("x", "[batch, seq, channels]")
+      .operand("weight", "[channels, 1, kernel] (or [channels, kernel])");
+  withState(conv, "conv_state")
+      .result("result", "[batch, seq, channels]")
+      .passResult("present", "the state after this call")
+      .infer(inferStateOp)
+      .cost(stateOpCost)
+      .costHandlesDensity()
+      .denseResults();
+  out.push_back(conv.take());
+
+  SchemaBuilder delta(OpKind::DeltaRule, "gated delta-rule recurrence");
+  delta
+      .describe("Gated DeltaNet: per value head, S = exp(g) S + beta k (v - "
+                "S^T k)^T, o = S^T q; state [batch, value_heads, dk, dv] in "
+                "float32.")
+      .language()
+      .operand("q", "[batch, seq, key_heads, dk]")
+      .operand("k", "[batch, seq, key_heads, dk]")
+      .operand("v", "[batch, seq, value_heads, dv]")
+      .operand("g", "[batch, seq, value_heads]: log decay")
+      .operand("beta", "[batch, seq, value_heads]: write strength");
+  withState(delta, "recurrent_state")
+      .result("result", "[batch, seq, value_heads, dv]")
+      .passResult("present", "the state after this call")
+      .infer(inferStateOp)
+      .cost(stateOpCost)
+      .costHandlesDensity()
+      .denseResults();
+  out.push_back(delta.take());
+
+  SchemaBuilder comp(OpKind::Compress,
+                     "softmax-gated pooling of every `ratio` tokens into one "
+                     "entry: (entries, valid)");
+  comp.describe("DeepSeek-V4's compressor: entries [batch, seq, d] (d = "
+                "channels, channels / 2 with overlap) hold one pooled entry "
+                "at each token that closes a window; `valid` flags the key "
+                "positions (past and new, the length of the padding mask) "
+                "whose token closes a window. State [batch, W - 1, 2 "
+                "channels] in float32: the kv | gate inputs of the last W - 1 "
+                "tokens (W = ratio, 2 ratio with overlap).")
+      .language()
+      .operand("kv", "[batch, seq, channels]")
+      .operand("gate", "[batch, seq, channels]")
+      .operand("ape", "[ratio, channels]: position bias within the window")
+      .attr("ratio", AttrType::Int, "tokens per entry")
+      .atLeast(2)
+      .attr("overlap", AttrType::Bool, false,
+            "windows of 2 ratio tokens, two halves of the channels");
+  withState(comp, "compress_state")
+      .result("entries", "[batch, seq, d]")
+      .result("valid", "bool [batch, keys]")
+      .passResult("present", "the state after this call")
+      .infer(inferCompress)
+      .cost(compressCost)
+      .costHandlesDensity()
+      .density(compressDensity);
+  out.push_back(comp.take());
 }
 
 } // namespace archc::ir

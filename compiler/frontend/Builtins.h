@@ -1,14 +1,15 @@
 //===- Builtins.h - Signatures of built-in ops and functions ----*- C++ -*-===//
 //
-// This file declares the signature tables shared by Sema (static arity and
+// This file declares the signatures shared by Sema (static arity and
 // named-argument checks) and the Evaluator (binding and type checks):
-//   - `op.<name>(...)`: compiler-known semantic ops, each creating IR ops;
+//   - `op.<name>(...)`: compiler-known semantic ops, each creating an IR op;
+//     their signatures derive from the op schemas (ir/OpSchema.h);
 //   - plain built-in functions evaluated at compile time (`param`, `len`,
 //     `min`, `get`, `sqrt`, ...).
 //
 //===----------------------------------------------------------------------===//
-#ifndef ARCHC_IRGEN_BUILTINS_H
-#define ARCHC_IRGEN_BUILTINS_H
+#ifndef ARCHC_FRONTEND_BUILTINS_H
+#define ARCHC_FRONTEND_BUILTINS_H
 
 #include <optional>
 #include <string>
@@ -32,7 +33,8 @@ struct BuiltinSignature {
   std::string summary;
 };
 
-/// `op.<name>` signatures; null when unknown.
+/// `op.<name>` signatures (derived from the op's schema: parameter k is
+/// its schema's `signature[k]`); null when unknown.
 const BuiltinSignature *lookupOpBuiltin(const std::string &name);
 /// Plain built-in function signatures; null when unknown.
 const BuiltinSignature *lookupFunctionBuiltin(const std::string &name);
@@ -47,4 +49,4 @@ std::optional<std::string> suggestName(const std::string &name,
 
 } // namespace archc
 
-#endif // ARCHC_IRGEN_BUILTINS_H
+#endif // ARCHC_FRONTEND_BUILTINS_H

@@ -1,0 +1,184 @@
+//===- Builtins.cpp - Signatures of built-in ops and functions ------------===//
+//
+// This file derives the `op.*` signatures from the op schemas, holds the
+// table of compile-time built-in functions, and the typo suggester.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/Builtins.h"
+
+#include "ir/OpSchema.h"
+
+#include <algorithm>
+#include <map>
+
+namespace archc {
+
+namespace {
+
+BuiltinParam req(std::string n, std::string t) { return {n, t, true}; }
+BuiltinParam opt(std::string n, std::string t) { return {n, t, false}; }
+
+/// The language type of one `op.*` argument, from its schema entry.
+std::string argType(const ir::OpSchema &s, const ir::ArgRef &r) {
+  using ir::AttrType;
+  if (r.kind == ir::ArgRef::Kind::Region)
+    return "function";
+  if (r.kind == ir::ArgRef::Kind::Operand) {
+    const ir::OperandSpec &o = s.operands[r.index];
+    return o.variadic ? "list" : o.optional ? "tensor?" : "tensor";
+  }
+  const ir::AttrSpec &a = s.attrs[r.index];
+  std::string t;
+  switch (a.type) {
+  case AttrType::Bool:
+    t = "bool";
+    break;
+  case AttrType::Int:
+    t = "int";
+    break;
+  case AttrType::Float:
+    t = "float";
+    break;
+  case AttrType::String:
+  case AttrType::Enum:
+  case AttrType::Identifier:
+  case AttrType::DType:
+    t = "string";
+    break;
+  case AttrType::IntList:
+  case AttrType::DimList:
+    t = "list";
+    break;
+  case AttrType::Dict:
+    t = "dict";
+    break;
+  }
+  return a.optional ? t + "?" : t;
+}
+
+bool argRequired(const ir::OpSchema &s, const ir::ArgRef &r) {
+  if (r.kind == ir::ArgRef::Kind::Operand)
+    return !s.operands[r.index].optional;
+  if (r.kind == ir::ArgRef::Kind::Attr)
+    return s.attrs[r.index].required();
+  return true;
+}
+
+const std::vector<BuiltinSignature> &opTable() {
+  static const std::vector<BuiltinSignature> table = [] {
+    std::vector<BuiltinSignature> t;
+    for (const ir::OpSchema &s : ir::allOpSchemas()) {
+      if (!s.inLanguage)
+        continue;
+      BuiltinSignature sig{s.mnemonic(), {}, false, s.summary};
+      for (const ir::ArgRef &r : s.signature) {
+        std::string name =
+            r.kind == ir::ArgRef::Kind::Operand ? s.operands[r.index].name
+            : r.kind == ir::ArgRef::Kind::Attr  ? s.attrs[r.index].name
+                                                : s.regions[r.index].name;
+        sig.params.push_back({name, argType(s, r), argRequired(s, r)});
+      }
+      t.push_back(std::move(sig));
+    }
+    return t;
+  }();
+  return table;
+}
+
+const std::vector<BuiltinSignature> &functionTable() {
+  static const std::vector<BuiltinSignature> table = {
+      {"param",
+       {req("name", "string"), req("shape", "list"), opt("dtype", "string?")},
+       false,
+       "declares a checkpoint weight under the current name scope"},
+      {"len", {req("x", "any")}, false, "length of a list, dict or string"},
+      {"min", {req("a", "any"), req("b", "any")}, false, "smaller number"},
+      {"max", {req("a", "any"), req("b", "any")}, false, "larger number"},
+      {"int", {req("x", "any")}, false, "convert to int (truncates)"},
+      {"float", {req("x", "any")}, false, "convert to float"},
+      {"str", {req("x", "any")}, false, "convert to string"},
+      {"get",
+       {req("d", "dict?"), req("key", "string"), opt("default", "any")},
+       false,
+       "dict lookup with default (none dict gives the default)"},
+      {"model_dtype",
+       {},
+       false,
+       "the model's activation dtype (config torch_dtype or --dtype), e.g. "
+       "\"bf16\""},
+      {"set",
+       {req("d", "dict?"), req("key", "string"), req("value", "any")},
+       false,
+       "a copy of the dict (none: an empty one) with key set"},
+      {"sqrt", {req("x", "float")}, false, "square root of a number"},
+      {"log", {req("x", "float")}, false, "natural logarithm of a number"},
+      {"exp", {req("x", "float")}, false, "e to the power of a number"},
+      {"pow", {req("a", "float"), req("b", "float")}, false, "a to the b"},
+      {"floor", {req("x", "float")}, false, "round down to int"},
+      {"ceil", {req("x", "float")}, false, "round up to int"},
+  };
+  return table;
+}
+
+const BuiltinSignature *find(const std::vector<BuiltinSignature> &t,
+                             const std::string &name) {
+  for (const BuiltinSignature &s : t)
+    if (s.name == name)
+      return &s;
+  return nullptr;
+}
+
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1,
+                         prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+} // namespace
+
+const BuiltinSignature *lookupOpBuiltin(const std::string &name) {
+  return find(opTable(), name);
+}
+const BuiltinSignature *lookupFunctionBuiltin(const std::string &name) {
+  return find(functionTable(), name);
+}
+
+std::vector<std::string> opBuiltinNames() {
+  std::vector<std::string> n;
+  for (auto &s : opTable())
+    n.push_back(s.name);
+  return n;
+}
+std::vector<std::string> functionBuiltinNames() {
+  std::vector<std::string> n;
+  for (auto &s : functionTable())
+    n.push_back(s.name);
+  return n;
+}
+
+std::optional<std::string> suggestName(const std::string &name,
+                                       const std::vector<std::string> &cands) {
+  std::optional<std::string> best;
+  size_t bestDist = 0;
+  for (const std::string &c : cands) {
+    if (c == name)
+      continue;
+    size_t d = editDistance(name, c);
+    size_t limit = std::max<size_t>(1, std::min(name.size(), c.size()) / 3);
+    if (d <= limit && (!best || d < bestDist)) {
+      best = c;
+      bestDist = d;
+    }
+  }
+  return best;
+}
+
+} // namespace archc
