@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "driver/Compiler.h"
 
-#include "config/ConfigBinder.h"
+#include "irgen/ConfigBinder.h"
 #include "frontend/Sema.h"
 #include "ir/Verifier.h"
 #include "irgen/Evaluator.h"

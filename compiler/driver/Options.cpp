@@ -7,7 +7,11 @@
 //===----------------------------------------------------------------------===//
 #include "driver/Options.h"
 
+#include "ir/OpSchema.h"
+
 #include <fmt/format.h>
+
+#include <sstream>
 
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +45,7 @@ Pipeline and debugging:
   --no-verify-each     do not verify the IR after every pass
   --verify-diagnostics check expected-error comments instead of printing
   --error-limit=<n>    stop after n errors (default 20, 0 = no limit)
+  --print-op-reference print the IR op reference (docs/ir.md) and exit
   -I <dir>             add an import search directory
 
 Profile (-emit=profile):
@@ -150,6 +155,13 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
     }
     if (name == "--version") {
       std::puts("archc 0.1.0");
+      exitCode = 0;
+      return false;
+    }
+    if (name == "--print-op-reference") {
+      std::ostringstream os;
+      ir::printOpReference(os);
+      std::fputs(os.str().c_str(), stdout);
       exitCode = 0;
       return false;
     }

@@ -7,14 +7,11 @@
 //===----------------------------------------------------------------------===//
 #include "irgen/Evaluator.h"
 
-#include "frontend/Sema.h"
-#include "ir/Printer.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 namespace archc {

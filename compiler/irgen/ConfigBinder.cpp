@@ -5,7 +5,7 @@
 // over the names their expressions mention, with cycle detection.
 //
 //===----------------------------------------------------------------------===//
-#include "config/ConfigBinder.h"
+#include "irgen/ConfigBinder.h"
 
 #include "irgen/Evaluator.h"
 
