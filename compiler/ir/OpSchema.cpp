@@ -169,13 +169,39 @@ std::string joinNames(const std::vector<std::string> &v) {
     s += (i == 0 ? "" : i + 1 == v.size() ? " or " : ", ") + v[i];
   return s;
 }
+
+/// What a value of the spec's type is called in a message.
+std::string expected(const AttrSpec &spec) {
+  switch (spec.type) {
+  case AttrType::Bool:
+    return "a bool";
+  case AttrType::Int:
+    return "an int";
+  case AttrType::Float:
+    return "a float";
+  case AttrType::String:
+  case AttrType::Identifier:
+    return "a string";
+  case AttrType::DType:
+    return "a dtype name";
+  case AttrType::Enum:
+    return joinNames(spec.allowed);
+  case AttrType::IntList:
+    return "a list of ints";
+  case AttrType::DimList:
+    return "a list of dims";
+  case AttrType::Dict:
+    return "a dict";
+  }
+  return "?";
+}
 } // namespace
 
 std::optional<std::string> checkAttrValue(const AttrSpec &spec,
                                           const Attr &value) {
   if (!holdsType(spec.type, value))
-    return fmt::format("{} must be {}, got {}", spec.name,
-                       attrTypeName(spec.type), attrStr(value));
+    return fmt::format("{} must be {}, got {}", spec.name, expected(spec),
+                       attrStr(value));
   switch (spec.type) {
   case AttrType::Enum: {
     const std::string &s = std::get<std::string>(value);

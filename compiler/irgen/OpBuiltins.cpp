@@ -79,9 +79,11 @@ std::optional<ir::Attr> Evaluator::toTypedAttr(const ir::OpSchema &s,
                                                const BoundArg &a) {
   using ir::AttrType;
   const EvalValue &v = a.value;
-  auto listError = [&](const char *what) {
-    error(a.range, fmt::format("op.{}: '{}' must be a list of {}, got {}",
-                               s.mnemonic(), spec.name, what, v.typeName()));
+  auto listError = [&](const char *what, size_t index, const EvalValue &e) {
+    error(a.range,
+          fmt::format(
+              "op.{}: '{}' must be a list of {}; element {} is the {} '{}'",
+              s.mnemonic(), spec.name, what, index, e.typeName(), e.str()));
     return std::nullopt;
   };
   switch (spec.type) {
@@ -107,7 +109,7 @@ std::optional<ir::Attr> Evaluator::toTypedAttr(const ir::OpSchema &s,
     std::vector<int64_t> ints;
     for (const EvalValue &e : v.getList()) {
       if (!e.isInt())
-        return listError("ints");
+        return listError("ints", ints.size(), e);
       ints.push_back(e.getInt());
     }
     return ir::Attr(std::move(ints));
@@ -120,7 +122,7 @@ std::optional<ir::Attr> Evaluator::toTypedAttr(const ir::OpSchema &s,
       else if (e.getKind() == EvalValue::Kind::Dim)
         dims.push_back(e.getDim());
       else
-        return listError("ints or symbolic dims");
+        return listError("ints or symbolic dims", dims.size(), e);
     }
     return ir::Attr(std::move(dims));
   }
