@@ -5,32 +5,41 @@
 // juxtapose, so a newline can end a statement without being a token.
 // `for i in 0 .. n @ "scope" { ... }` parses the scope as part of the upper
 // bound (a scope postfix); the AST builder moves it onto the loop.
+//
+// Every parser rule with more than one alternative labels them (`# Name`):
+// the AST builder (compiler/frontend/antlr/AstBuilder.cpp) implements
+// ArchVisitor, which has one pure virtual method per labeled alternative,
+// so an alternative added here does not compile until the builder handles
+// it (tests/unit/GrammarTest.cpp checks the labeling). Operator tokens must
+// match the table in compiler/frontend/Operators.h (checked by the same test).
 grammar Arch;
 
-file : item* EOF ;
+file : items+=item* EOF ;
 
 item
-  : importDecl
-  | archDecl
-  | defDecl
+  : importDecl   # ImportItem
+  | archDecl     # ArchItem
+  | defDecl      # DefItem
   ;
 
 importDecl : IMPORT path=STRING ';'? ;
 
 archDecl
-  : ARCH name=ID (MATCHES STRING (',' STRING)*)? '{' archMember* '}'
+  : ARCH name=ID (MATCHES matches+=STRING (',' matches+=STRING)*)?
+    '{' members+=archMember* '}'
   ;
 
 archMember
-  : configBlock
-  | defDecl
-  | modelDecl
+  : configBlock  # ConfigMember
+  | defDecl      # DefMember
+  | modelDecl    # ModelMember
   ;
 
-configBlock : CONFIG '{' configEntry* '}' ;
+configBlock : CONFIG '{' entries+=configEntry* '}' ;
 
 configEntry
-  : name=ID ':' typeRef ('=' value=expr)? (ALIAS STRING (',' STRING)*)? ';'?   # ConfigField
+  : name=ID ':' typeRef ('=' value=expr)?
+    (ALIAS aliases+=STRING (',' aliases+=STRING)*)? ';'?                       # ConfigField
   | LET name=ID (':' typeRef)? '=' value=expr ';'?                             # ConfigLet
   | CHECK cond=expr (',' message=STRING)? ';'?                                 # ConfigCheck
   ;
@@ -39,26 +48,27 @@ typeRef : name=ID ('<' elem=typeRef '>')? optional='?'? ;
 
 defDecl : DEF name=ID '(' paramList? ')' body=block ;
 
-paramList : param (',' param)* ','? ;
+paramList : params+=param (',' params+=param)* ','? ;
 
 param : name=ID (':' typeRef)? ('=' value=expr)? ;
 
 modelDecl
-  : MODEL '(' inputList? ')' '->' '(' ID (',' ID)* ')' body=block
+  : MODEL '(' inputList? ')' '->' '(' outputs+=ID (',' outputs+=ID)* ')'
+    body=block
   ;
 
-inputList : modelInput (',' modelInput)* ','? ;
+inputList : inputs+=modelInput (',' inputs+=modelInput)* ','? ;
 
-modelInput : name=ID ':' dtype=ID '[' (expr (',' expr)*)? ']' ;
+modelInput : name=ID ':' dtype=ID '[' (dims+=expr (',' dims+=expr)*)? ']' ;
 
-block : '{' stmt* '}' ;
+block : '{' stmts+=stmt* '}' ;
 
 stmt
-  : ID (',' ID)* '=' value=expr ';'?                                  # AssignStmt
+  : targets+=ID (',' targets+=ID)* '=' value=expr ';'?                # AssignStmt
   | target=ID op=('+=' | '-=' | '*=') value=expr ';'?                 # AugAssignStmt
   | FOR var=ID IN lo=expr '..' hi=expr body=block                     # ForStmt
   | ifChain                                                           # IfStmt
-  | RETURN expr (',' expr)* ';'?                                      # ReturnStmt
+  | RETURN values+=expr (',' values+=expr)* ';'?                      # ReturnStmt
   | ERROR message=STRING ';'?                                         # ErrorStmt
   | CHECK cond=expr (',' message=STRING)? ';'?                        # CheckStmt
   ;
@@ -66,48 +76,49 @@ stmt
 ifChain : IF cond=expr then=block (ELSE (elseIf=ifChain | otherwise=block))? ;
 
 // Expressions. Binary operators form one flat chain; the AST builder
-// applies precedence and associativity (docs/language.md has the table), so
-// a leaf expression enters 4 rules instead of one per precedence level.
-expr : chain ('?' then=expr ':' otherwise=expr)? ;
+// applies precedence and associativity from the operator table
+// (compiler/frontend/Operators.h), so a leaf expression enters 4 rules
+// instead of one per precedence level.
+expr : value=chain ('?' then=expr ':' otherwise=expr)? ;
 
 chain : unary (binaryOp unary)* ;
 
 binaryOp
-  : '*' | '/' | '//' | '%'
-  | '+' | '-'
-  | '<' | '<=' | '>' | '>=' | '==' | '!='
-  | NOT? IN
-  | ANDOP | AND
-  | OROP | OR
+  : op=( '*' | '/' | '//' | '%'
+       | '+' | '-'
+       | '<' | '<=' | '>' | '>=' | '==' | '!='
+       | ANDOP | AND
+       | OROP | OR )              # InfixOp
+  | negated=NOT? IN               # MembershipOp
   ;
 
 unary
-  : op=('-' | '!' | NOT) unary   # PrefixUnary
-  | postfix                      # PostfixUnary
+  : op=('-' | '!' | NOT) operand=unary   # PrefixUnary
+  | value=postfix                        # PostfixUnary
   ;
 
-postfix : primary postfixOp* ;
+postfix : base=primary postfixOp* ;
 
 postfixOp
   : '.' member=ID                # MemberOp
-  | '(' argList? ')'             # CallOp
+  | '(' args=argList? ')'        # CallOp
   | '[' index=expr ']'           # IndexOp
   | '@' scope=STRING             # ScopeOp
   ;
 
 primary
-  : INT                                        # IntLit
-  | FLOAT                                      # FloatLit
-  | STRING                                     # StringLit
-  | (TRUE | FALSE)                             # BoolLit
-  | NONE                                       # NoneLit
-  | ID                                         # NameRef
-  | '(' expr ')'                               # ParenExpr
-  | '[' (expr (',' expr)* ','?)? ']'           # ListLit
-  | FN '(' paramList? ')' body=block           # FnLit
+  : value=INT                                        # IntLit
+  | value=FLOAT                                      # FloatLit
+  | value=STRING                                     # StringLit
+  | value=(TRUE | FALSE)                             # BoolLit
+  | NONE                                             # NoneLit
+  | name=ID                                          # NameRef
+  | '(' inner=expr ')'                               # ParenExpr
+  | '[' (elems+=expr (',' elems+=expr)* ','?)? ']'   # ListLit
+  | FN '(' paramList? ')' body=block                 # FnLit
   ;
 
-argList : arg (',' arg)* ','? ;
+argList : args+=arg (',' args+=arg)* ','? ;
 
 arg : (name=ID ':')? value=expr ;
 

@@ -174,6 +174,8 @@ enum class BinaryOp {
   And,
   Or
 };
+/// The operator's canonical spelling (`&&` for And), from kOperators
+/// (frontend/Operators.h).
 const char *spelling(BinaryOp op);
 
 struct UnaryExpr : Expr {

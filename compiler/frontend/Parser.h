@@ -2,7 +2,8 @@
 //
 // This file declares parseArchFile(), which lexes and parses one .arch file
 // with the ANTLR4-generated parser and builds the hand-written AST. Syntax
-// errors are reported through the DiagnosticEngine; no ANTLR type escapes.
+// errors are reported through the DiagnosticEngine. No ANTLR type escapes:
+// only Parser.cpp and frontend/antlr/ see ANTLR headers.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_FRONTEND_PARSER_H
@@ -27,12 +28,9 @@ struct LexedToken {
   size_t line, column;
 };
 
-/// Runs archc's lexer over `text` (through EOF).
+/// Runs archc's lexer over `text` (through EOF). The generated lexer it must
+/// match is in GrammarCheck.h (test support).
 std::vector<LexedToken> lexArch(const std::string &text);
-
-/// Lexes `text` with the lexer ANTLR generates from Arch.g4 (test support,
-/// in LexerCheck.cpp so the generated lexer stays out of archc itself).
-std::vector<LexedToken> lexArchWithGeneratedLexer(const std::string &text);
 
 /// Limits that protect the parser from pathological input (deeply nested
 /// brackets or operator chains would otherwise exhaust the stack).

@@ -1,5 +1,6 @@
 //===- ParserTest.cpp - Front end -----------------------------------------===//
 #include "frontend/Parser.h"
+#include "frontend/GrammarCheck.h"
 
 #include <gtest/gtest.h>
 
@@ -118,7 +119,7 @@ TEST(Parser, HugeIntegerLiteralIsAnError) {
 
 namespace {
 std::string compareWithGeneratedLexer(const std::string &text) {
-  auto ours = lexArch(text), theirs = lexArchWithGeneratedLexer(text);
+  auto ours = lexArch(text), theirs = grammarcheck::lexWithGeneratedLexer(text);
   for (size_t i = 0; i < std::max(ours.size(), theirs.size()); ++i) {
     if (i >= ours.size() || i >= theirs.size())
       return "token streams differ in length";
