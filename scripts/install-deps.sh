@@ -9,7 +9,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   libyaml-cpp-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev googletest
-  llvm-14-tools python3 python3-numpy python3-onnx
+  llvm-14-tools clang-format python3 python3-numpy python3-onnx
 
 )
 # Node.js runs the ONNX Runtime execution tests; a machine may already have a newer one.

@@ -6,9 +6,9 @@
 //===----------------------------------------------------------------------===//
 #include "driver/Compiler.h"
 
-#include "irgen/ConfigBinder.h"
 #include "frontend/Sema.h"
 #include "ir/Verifier.h"
+#include "irgen/ConfigBinder.h"
 #include "irgen/Evaluator.h"
 #include "passes/Passes.h"
 

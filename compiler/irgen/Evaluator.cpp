@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 #include "irgen/Evaluator.h"
 
-
 #include <fmt/format.h>
 
 #include <cmath>
