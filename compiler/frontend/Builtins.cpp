@@ -65,7 +65,8 @@ bool argRequired(const ir::OpSchema &s, const ir::ArgRef &r) {
 }
 
 const std::vector<BuiltinSignature> &opTable() {
-  static const std::vector<BuiltinSignature> table = [] {
+  // Never destroyed (see allOpSchemas()).
+  static const auto *table = new std::vector<BuiltinSignature>([] {
     std::vector<BuiltinSignature> t;
     for (const ir::OpSchema &s : ir::allOpSchemas()) {
       if (!s.inLanguage)
@@ -81,8 +82,8 @@ const std::vector<BuiltinSignature> &opTable() {
       t.push_back(std::move(sig));
     }
     return t;
-  }();
-  return table;
+  }());
+  return *table;
 }
 
 const std::vector<BuiltinSignature> &functionTable() {
@@ -120,12 +121,19 @@ const std::vector<BuiltinSignature> &functionTable() {
   return table;
 }
 
-const BuiltinSignature *find(const std::vector<BuiltinSignature> &t,
-                             const std::string &name) {
+/// Signatures of a table by name.
+using SignatureIndex = std::map<std::string_view, const BuiltinSignature *>;
+SignatureIndex indexByName(const std::vector<BuiltinSignature> &t) {
+  SignatureIndex m;
   for (const BuiltinSignature &s : t)
-    if (s.name == name)
-      return &s;
-  return nullptr;
+    m.emplace(s.name, &s);
+  return m;
+}
+
+const BuiltinSignature *find(const SignatureIndex &index,
+                             const std::string &name) {
+  auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
 }
 
 /// Optimal string alignment distance: insertions, deletions, substitutions
@@ -151,10 +159,12 @@ size_t editDistance(const std::string &a, const std::string &b) {
 } // namespace
 
 const BuiltinSignature *lookupOpBuiltin(const std::string &name) {
-  return find(opTable(), name);
+  static const auto *index = new SignatureIndex(indexByName(opTable()));
+  return find(*index, name);
 }
 const BuiltinSignature *lookupFunctionBuiltin(const std::string &name) {
-  return find(functionTable(), name);
+  static const auto *index = new SignatureIndex(indexByName(functionTable()));
+  return find(*index, name);
 }
 
 std::vector<std::string> opBuiltinNames() {

@@ -229,10 +229,13 @@ Value *Op::result(std::string_view name) const {
 }
 
 const Attr *Op::lookupAttr(std::string_view name) const {
-  const AttrSpec &spec = opSchema(kind).attr(name);
-  auto it = attrs.find(spec.name);
+  // Only declared attributes are ever stored (setAttr checks), so a stored
+  // one needs no schema lookup; an absent one is checked against the schema
+  // (an undeclared name throws) and read from its default.
+  auto it = attrs.find(name);
   if (it != attrs.end())
     return &it->second;
+  const AttrSpec &spec = opSchema(kind).attr(name);
   return spec.defaultValue ? &*spec.defaultValue : nullptr;
 }
 
@@ -246,7 +249,10 @@ void Op::attrAccessError(std::string_view name, bool present) const {
 }
 
 bool Op::hasAttr(std::string_view name) const {
-  return attrs.count(opSchema(kind).attr(name).name) != 0;
+  if (attrs.count(name))
+    return true;
+  opSchema(kind).attr(name); // an undeclared name throws
+  return false;
 }
 
 void Op::setAttr(std::string_view name, Attr value) {

@@ -216,7 +216,9 @@ public:
   bool hasAttr(std::string_view name) const;
   /// Sets a declared attribute (SchemaError otherwise).
   void setAttr(std::string_view name, Attr value);
-  const std::map<std::string, Attr> &getAttrs() const { return attrs; }
+  /// Sorted by name (heterogeneous lookup by string_view).
+  using AttrMap = std::map<std::string, Attr, std::less<>>;
+  const AttrMap &getAttrs() const { return attrs; }
 
   /// The result called `name`; null when a pass has not added it yet.
   Value *result(std::string_view name) const;
@@ -238,7 +240,7 @@ private:
   std::vector<std::unique_ptr<Value>> results;
   std::vector<std::unique_ptr<Block>> regions;
   Block *parent = nullptr;
-  std::map<std::string, Attr> attrs;
+  AttrMap attrs;
   uint32_t presentOperands = 0;
 
   /// The stored value or the schema default of a declared attribute; null

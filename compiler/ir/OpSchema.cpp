@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 
 namespace archc::ir {
 
@@ -78,8 +79,10 @@ std::vector<OpSchema> buildTable() {
 } // namespace
 
 const std::vector<OpSchema> &allOpSchemas() {
-  static const std::vector<OpSchema> table = buildTable();
-  return table;
+  // Never destroyed: a registry lives as long as the process, and tearing it
+  // down at exit would only cost time.
+  static const auto *table = new std::vector<OpSchema>(buildTable());
+  return *table;
 }
 
 const OpSchema &opSchema(OpKind kind) {
@@ -87,10 +90,15 @@ const OpSchema &opSchema(OpKind kind) {
 }
 
 const OpSchema *findLanguageOp(std::string_view name) {
-  for (const OpSchema &s : allOpSchemas())
-    if (s.inLanguage && name == s.mnemonic())
-      return &s;
-  return nullptr;
+  static const auto *byName = [] {
+    auto *m = new std::map<std::string_view, const OpSchema *>;
+    for (const OpSchema &s : allOpSchemas())
+      if (s.inLanguage)
+        m->emplace(s.mnemonic(), &s);
+    return m;
+  }();
+  auto it = byName->find(name);
+  return it == byName->end() ? nullptr : it->second;
 }
 
 namespace {

@@ -67,7 +67,8 @@ bool checkAttrs(const Op &op, const OpSchema &s, DiagnosticEngine &d) {
     }
   }
   for (const AttrSpec &a : s.attrs)
-    if (a.required() && a.origin != Origin::Pass && !op.hasAttr(a.name)) {
+    if (a.required() && a.origin != Origin::Pass &&
+        !op.getAttrs().count(a.name)) {
       reportOpError(d, op, fmt::format("needs the attribute '{}'", a.name));
       return false;
     }
