@@ -65,6 +65,26 @@ nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
                             const std::map<std::string, unsigned> &dataChunks,
                             const nlohmann::json *previous) {
   nlohmann::json out = input;
+  // transformers.js 4.3.1 has the composite Qwen3.5-MoE type (its
+  // text_config is exactly this config), not the text one: the folder's
+  // config is that composite, holding the input as its text model.
+  if (out.value("model_type", "") == "qwen3_5_moe_text") {
+    nlohmann::json text = out;
+    text.erase("transformers.js_config");
+    out = nlohmann::json::object();
+    out["architectures"] = {"Qwen3_5MoeForCausalLM"};
+    out["model_type"] = "qwen3_5_moe";
+    out["text_config"] = text;
+    if (input.contains("transformers.js_config"))
+      out["transformers.js_config"] = input["transformers.js_config"];
+  }
+  // transformers.js 4.3.1's Qwen3.5 classes read vision_config (for its
+  // spatial_merge_size, which only images use) even for a text-only model:
+  // an empty one lets them fall back to their default.
+  std::string type = out.value("model_type", "");
+  if ((type == "qwen3_5_text" || type == "qwen3_5_moe") &&
+      !out.contains("vision_config"))
+    out["vision_config"] = nlohmann::json::object();
   nlohmann::json *target = &out;
   if (out.contains("text_config") && out["text_config"].is_object())
     target = &out["text_config"];

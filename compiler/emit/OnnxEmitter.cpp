@@ -235,9 +235,35 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   }
   fs::path stagedModelDir = fs::path(set.stagingDirectory()) / modelDirRel;
 
+  // Side files of a model folder; its config.json names the model type
+  // transformers.js sees.
+  nlohmann::json generation = nullptr;
+  if (!opts.inputDir.empty())
+    generation = readJsonIfPresent(fs::path(opts.inputDir) /
+                                   "generation_config.json");
+  std::string modelType = modelTypeOf(config, m);
+  const std::string genaiVariant = modelRel.stem().string() + ".genai.onnx";
+  if (opts.folder) {
+    nlohmann::json previous = readJsonIfPresent(outDir / "config.json");
+    std::map<std::string, unsigned> chunks = {
+        {modelFile, static_cast<unsigned>(dataFiles.size())},
+        {genaiVariant, 0}};
+    nlohmann::json outConfig = outputConfig(
+        config, m, chunks, previous.is_object() ? &previous : nullptr);
+    modelType = modelTypeOf(outConfig, m);
+    nlohmann::json outGeneration =
+        generationConfig(generation.is_object() ? &generation : nullptr,
+                         config);
+    if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags) ||
+        !writeText(set, "generation_config.json",
+                   outGeneration.dump(2) + "\n", diags))
+      return false;
+    if (!generation.is_object())
+      generation = outGeneration;
+  }
+
   // The model as the folder's clients see it: transformers.js names in a
   // model folder, onnxruntime-genai's (archc's own) otherwise.
-  std::string modelType = modelTypeOf(config, m);
   ClientIo tjs;
   if (opts.folder) {
     tjs = transformersJsIo(*graph, modelType);
@@ -267,28 +293,6 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
                                 set.finalPath(genaiRel), diags)))
     return false;
 
-  // Side files.
-  nlohmann::json generation = nullptr;
-  if (!opts.inputDir.empty())
-    generation =
-        readJsonIfPresent(fs::path(opts.inputDir) / "generation_config.json");
-  if (opts.folder) {
-    nlohmann::json previous = readJsonIfPresent(outDir / "config.json");
-    std::map<std::string, unsigned> chunks = {
-        {modelFile, static_cast<unsigned>(dataFiles.size())}};
-    if (twoGraphs)
-      chunks[fs::path(genaiRel).filename().string()] = 0;
-    nlohmann::json outConfig = outputConfig(
-        config, m, chunks, previous.is_object() ? &previous : nullptr);
-    nlohmann::json outGeneration = generationConfig(
-        generation.is_object() ? &generation : nullptr, config);
-    if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags) ||
-        !writeText(set, "generation_config.json", outGeneration.dump(2) + "\n",
-                   diags))
-      return false;
-    if (!generation.is_object())
-      generation = outGeneration;
-  }
   std::string genaiWhyNot;
   bool writeGenai = opts.genaiConfig;
   if (writeGenai && !genaiBindsStates(m, genaiWhyNot)) {
@@ -325,7 +329,6 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   // produce: its data files (another chunk count, --embed-weights, the
   // old model.onnx.data name), its genai graph, the genai_config.json that
   // described it, and (when this emission brings a tokenizer) the old one.
-  const std::string genaiVariant = modelRel.stem().string() + ".genai.onnx";
   std::string modelRelStr = modelRel.string();
   fs::path genaiPath = outDir / "genai_config.json";
   set.removeStale({modelDirRel.string()}, [=](const std::string &rel) {
