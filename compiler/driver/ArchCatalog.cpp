@@ -85,11 +85,13 @@ closestNames(const std::string &name,
   for (const std::string &c : candidates) {
     if (!seen.insert(c).second)
       continue;
-    size_t d = editDistance(want, lower(c));
-    bool same = !prefix.empty() && modelPrefix(c) == prefix;
-    // A plausible typo: within a third of the name; or the same model.
-    if (same || d * 3 <= std::max(want.size(), c.size()))
-      scored.push_back({same, d, c});
+    // The model parts are compared ("Llama" of "LlamaForCausalLM"): the
+    // class suffix they share says nothing about a typo.
+    std::string other = modelPrefix(c);
+    size_t d = editDistance(prefix, other);
+    bool same = !prefix.empty() && other == prefix;
+    if (same || d <= 1 || d * 3 <= std::max(prefix.size(), other.size()))
+      scored.push_back({same, editDistance(want, lower(c)), c});
   }
   std::sort(scored.begin(), scored.end(), [](const Scored &a, const Scored &b) {
     if (a.samePrefix != b.samePrefix)

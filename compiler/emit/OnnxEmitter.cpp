@@ -205,6 +205,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   const std::string modelFile = modelRel.filename().string();
   const fs::path modelDirRel = modelRel.parent_path();
 
+  if (!opts.folder && !checkDestination(opts.output, diags))
+    return false;
   OutputSet set;
   if (!set.begin(outDir.string(), diags))
     return false;

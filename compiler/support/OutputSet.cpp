@@ -212,6 +212,22 @@ std::string resolveSymlinks(const std::string &path) {
   return "";
 }
 
+bool checkDestination(const std::string &path, DiagnosticEngine &diags) {
+  std::string dest = resolveSymlinks(path);
+  if (dest.empty()) {
+    diags.error(SourceRange(),
+                "cannot write '{}': too many levels of symbolic links", path);
+    return false;
+  }
+  struct stat st;
+  if (lstat(dest.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    diags.error(SourceRange(), "cannot write '{}': {}; archc does not replace it",
+                path, describeNonRegular(st.st_mode));
+    return false;
+  }
+  return true;
+}
+
 unsigned removeStaleTempDirs(const std::string &dir) {
   unsigned removed = 0;
   std::error_code ec;

@@ -86,6 +86,11 @@ private:
   std::vector<std::pair<std::vector<std::string>, StaleFilter>> staleRules;
 };
 
+/// Checks that `path` may be published to: nothing, a regular file, or a
+/// symlink to either. Reports (naming `path` and why) and returns false
+/// otherwise, before anything is staged.
+bool checkDestination(const std::string &path, DiagnosticEngine &diags);
+
 /// Removes the `.archc-tmp-*` folders in `dir` whose owning run has ended
 /// (their lock is free). Returns how many were removed.
 unsigned removeStaleTempDirs(const std::string &dir);
