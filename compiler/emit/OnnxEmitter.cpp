@@ -253,15 +253,25 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
     nlohmann::json outConfig = outputConfig(
         config, m, chunks, previous.is_object() ? &previous : nullptr);
     modelType = modelTypeOf(outConfig, m);
-    nlohmann::json outGeneration =
-        generationConfig(generation.is_object() ? &generation : nullptr,
-                         config);
-    if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags) ||
-        !writeText(set, "generation_config.json",
-                   outGeneration.dump(2) + "\n", diags))
+    if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
       return false;
-    if (!generation.is_object())
-      generation = outGeneration;
+    if (generation.is_object()) {
+      // The input's, byte for byte.
+      std::error_code ec;
+      fs::path from = fs::path(opts.inputDir) / "generation_config.json";
+      fs::copy_file(from, set.stage("generation_config.json"), ec);
+      if (ec) {
+        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
+                    from.string(), set.finalPath("generation_config.json"),
+                    ec.message());
+        return false;
+      }
+    } else {
+      generation = generationConfig(nullptr, config);
+      if (!writeText(set, "generation_config.json",
+                     generation.dump(2) + "\n", diags))
+        return false;
+    }
   }
 
   // The model as the folder's clients see it: transformers.js names in a
