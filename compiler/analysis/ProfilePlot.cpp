@@ -64,6 +64,17 @@ std::string escape(const std::string &s) {
 
 std::string num(double v) { return fmt::format("{:.6g}", v); }
 
+/// "8.03 B", "671 B", "124 M".
+std::string humanCount(double v) {
+  if (v >= 1e12)
+    return fmt::format("{:.3g} T", v / 1e12);
+  if (v >= 1e9)
+    return fmt::format("{:.3g} B", v / 1e9);
+  if (v >= 1e6)
+    return fmt::format("{:.3g} M", v / 1e6);
+  return fmt::format("{:.0f}", v);
+}
+
 /// An axis: linear from 0 or logarithmic.
 struct Axis {
   double lo = 0, hi = 1;
@@ -141,7 +152,7 @@ std::string tickLabel(double v) {
 
 void drawPanel(std::string &svg, const Panel &p, double x0, double y0, double w,
                double h) {
-  const double left = 64, right = 12, top = 28, bottom = 44;
+  const double left = 64, right = 24, top = 28, bottom = 44;
   double px0 = x0 + left, px1 = x0 + w - right, py0 = y0 + top,
          py1 = y0 + h - bottom;
   std::vector<double> xs, ys;
@@ -322,7 +333,7 @@ std::string renderProfilePlot(const nlohmann::ordered_json &profile) {
       "<text x=\"12\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{} ({}): "
       "{} parameters, runtime {} (weights {} bits, KV {} bits)</text>\n",
       escape(model.value("arch", "")), escape(model.value("config", "")),
-      tickLabel(model.value("params", 0.0)), escape(rt.value("name", "")),
+      humanCount(model.value("params", 0.0)), escape(rt.value("name", "")),
       num(rt.value("effective_weight_bits", 0.0)),
       num(rt.value("kv_bits", 0.0)));
   for (size_t i = 0; i < panels.size(); ++i)
