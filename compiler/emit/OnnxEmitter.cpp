@@ -241,8 +241,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   // transformers.js sees.
   nlohmann::json generation = nullptr;
   if (!opts.inputDir.empty())
-    generation = readJsonIfPresent(fs::path(opts.inputDir) /
-                                   "generation_config.json");
+    generation =
+        readJsonIfPresent(fs::path(opts.inputDir) / "generation_config.json");
   std::string modelType = modelTypeOf(config, m);
   const std::string genaiVariant = modelRel.stem().string() + ".genai.onnx";
   if (opts.folder) {
@@ -268,8 +268,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
       }
     } else {
       generation = generationConfig(nullptr, config);
-      if (!writeText(set, "generation_config.json",
-                     generation.dump(2) + "\n", diags))
+      if (!writeText(set, "generation_config.json", generation.dump(2) + "\n",
+                     diags))
         return false;
     }
   }

@@ -221,8 +221,9 @@ bool checkDestination(const std::string &path, DiagnosticEngine &diags) {
   }
   struct stat st;
   if (lstat(dest.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    diags.error(SourceRange(), "cannot write '{}': {}; archc does not replace it",
-                path, describeNonRegular(st.st_mode));
+    diags.error(SourceRange(),
+                "cannot write '{}': {}; archc does not replace it", path,
+                describeNonRegular(st.st_mode));
     return false;
   }
   return true;
