@@ -160,18 +160,11 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
     return false;
 
   if (opts.text) {
-    // Checked like a written model (external data is not needed for that).
-    std::string tmp =
-        (fs::temp_directory_path() / "archc-text-XXXXXX").string();
-    std::vector<char> buf(tmp.begin(), tmp.end());
-    buf.push_back('\0');
-    if (!mkdtemp(buf.data())) {
-      diags.error(SourceRange(), "cannot create a temporary folder: {}",
-                  std::strerror(errno));
-      return false;
-    }
+    // Checked like a written model, its layout staged in a scratch set in
+    // the temporary folder (removed on return, on a signal, or by the next
+    // run's sweep).
     OutputSet scratch;
-    bool ok = scratch.begin(buf.data(), diags);
+    bool ok = scratch.begin(fs::temp_directory_path().string(), diags);
     if (ok) {
       ExternalDataWriter data(scratch, "", "model.onnx", opts.dataChunkBytes,
                               /*layoutOnly=*/true, nullptr);
@@ -180,8 +173,6 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
            checkModel(scratch.stagingDirectory(), model, diags);
     }
     scratch.discard();
-    std::error_code ec;
-    fs::remove_all(buf.data(), ec);
     if (!ok)
       return false;
     printText(model, textOut);
