@@ -10,6 +10,7 @@
 #include <climits>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <filesystem>
 #include <sys/file.h>
@@ -235,6 +236,15 @@ unsigned removeStaleTempDirs(const std::string &dir) {
   fs::directory_iterator it(dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
+    if (name.rfind(kNewPrefix, 0) == 0) {
+      // A run killed between creating its staging folder and naming it
+      // (microseconds) leaves it empty: removed once it is a minute old.
+      struct stat st;
+      if (lstat(it->path().c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+          time(nullptr) - st.st_mtime > 60 && ::rmdir(it->path().c_str()) == 0)
+        ++removed;
+      continue;
+    }
     if (name.rfind(kTempPrefix, 0) != 0)
       continue;
     int fd = ::open(it->path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW);

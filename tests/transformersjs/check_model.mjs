@@ -72,12 +72,15 @@ const ids = (rows) => new Tensor('int64', BigInt64Array.from(rows.flat().map(Big
 async function generate(model, rows, mask, maxNew) {
   const out = await model.generate({
     input_ids: ids(rows), attention_mask: ids(mask),
-    max_new_tokens: maxNew, min_new_tokens: maxNew, do_sample: false,
+    max_new_tokens: maxNew, do_sample: false,
   });
+  // The new tokens of each row (fewer if generation stopped early, e.g. on a
+  // wrong end-of-sequence token: then the comparison fails).
   const [B, T] = out.dims;
+  const S = rows[0].length;
   const res = [];
   for (let b = 0; b < B; b++)
-    res.push(Array.from(out.data.slice(b * T + T - maxNew, (b + 1) * T), Number));
+    res.push(Array.from(out.data.slice(b * T + S, (b + 1) * T), Number));
   return res;
 }
 
@@ -135,8 +138,8 @@ async function main() {
       const tieAt = (j) => gaps[firstStep + j] <= 2 * REL_TOL_F16 * Math.max(1, maxRef);
       for (let j = 0; j < expect.length; j++) if (tieAt(j)) { n = j + 1; break; }
     }
-    const ok = got.slice(0, n).every((t, i) => t === expect[i]);
-    const all = got.every((t, i) => t === expect[i]);
+    const ok = got.length >= n && got.slice(0, n).every((t, i) => t === expect[i]);
+    const all = got.length === expect.length && got.every((t, i) => t === expect[i]);
     const note = n < expect.length
       ? ` (${all ? 'all equal; ' : ''}first ${n} required: HF near-tie at step ${firstStep + n - 1})` : '';
     console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} ${dtype} ${label}: got [${got}] want [${expect}]${note}`);

@@ -142,6 +142,14 @@ TEST(OutputSet, StaleStagingFoldersGoOnlyWhenTheirOwnerIsGone) {
   EXPECT_TRUE(fs::exists(dir.path / ".archc-other"));
   ::close(fd);
   EXPECT_EQ(removeStaleTempDirs(dir.path.string()), 1u);
+  // An unnamed one (killed before naming it): only once old and empty.
+  fs::create_directories(dir.path / ".archc-new-abcdef");
+  EXPECT_EQ(removeStaleTempDirs(dir.path.string()), 0u);
+  fs::last_write_time(dir.path / ".archc-new-abcdef",
+                      fs::file_time_type::clock::now() -
+                          std::chrono::minutes(5));
+  EXPECT_EQ(removeStaleTempDirs(dir.path.string()), 1u);
+  EXPECT_FALSE(fs::exists(dir.path / ".archc-new-abcdef"));
 }
 
 TEST(OutputSet, DiscardLeavesNothing) {
