@@ -345,6 +345,11 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
   }
   if (o.listArchs)
     return true;
+  if (!o.plot.empty() && o.emit != EmitTarget::Profile) {
+    fmt::print(stderr, "archc: error: --plot draws the profile: it needs "
+                       "-emit=profile\n");
+    return false;
+  }
   if (!resolveModelInput(o))
     return false;
   if (o.input.empty() && o.config.empty()) {

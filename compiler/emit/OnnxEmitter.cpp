@@ -214,7 +214,9 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
                   plan.totalBytes());
       return false;
     }
-    if (!plan.embed(*graph, diags, stats))
+    ProgressBar bar("binding weights", plan.totalBytes(),
+                    opts.progress && source != WeightSource::Layout);
+    if (!plan.embed(*graph, diags, stats, &bar))
       return false;
   } else {
     bool layout = source == WeightSource::Layout;

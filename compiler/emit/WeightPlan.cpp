@@ -327,7 +327,7 @@ bool WeightPlan::writeExternal(onnx::GraphProto &graph, ExternalDataWriter &out,
 }
 
 bool WeightPlan::embed(onnx::GraphProto &graph, DiagnosticEngine &diags,
-                       WeightStats &stats) const {
+                       WeightStats &stats, ProgressBar *progress) const {
   for (const Entry &e : entries) {
     onnx::TensorProto *t = graph.add_initializer();
     describe(t, e.name, e.shape, e.type.dtype);
@@ -335,10 +335,14 @@ bool WeightPlan::embed(onnx::GraphProto &graph, DiagnosticEngine &diags,
     if (!produce(e, diags, stats,
                  [&](const uint8_t *p, uint64_t n, DiagnosticEngine &) {
                    raw->append(reinterpret_cast<const char *>(p), n);
+                   if (progress)
+                     progress->advance(n);
                    return true;
                  }))
       return false;
   }
+  if (progress)
+    progress->finish();
   return true;
 }
 

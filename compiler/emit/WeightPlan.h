@@ -51,9 +51,10 @@ public:
   /// files, placed and written by `out` (which it finishes).
   bool writeExternal(onnx::GraphProto &graph, ExternalDataWriter &out,
                      DiagnosticEngine &diags, WeightStats &stats) const;
-  /// Adds the initializers with their data inside the model proto.
+  /// Adds the initializers with their data inside the model proto;
+  /// `progress` (optional) counts the bytes.
   bool embed(onnx::GraphProto &graph, DiagnosticEngine &diags,
-             WeightStats &stats) const;
+             WeightStats &stats, ProgressBar *progress = nullptr) const;
 
   /// Total bytes of weight data.
   uint64_t totalBytes() const;
