@@ -6,7 +6,7 @@ import lit.formats
 config.name = "archc"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".arch", ".test"]
-config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "check_profile_json.py", "extract_example.py", "extract_op_reference.py"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "check_profile_json.py", "check_plot.py", "extract_example.py", "extract_op_reference.py"]
 config.test_source_root = os.path.dirname(__file__)
 archc_bin_dir = getattr(config, "archc_bin_dir", None) or lit_config.params.get("archc_bin_dir")
 llvm_tools_dir = getattr(config, "llvm_tools_dir", None) or "/usr/lib/llvm-14/bin"
@@ -24,3 +24,6 @@ config.substitutions.append(("%archs", os.path.join(src_root, "archs")))
 config.substitutions.append(("%configs", os.path.join(src_root, "archs", "configs")))
 config.substitutions.append(("%python", "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else getattr(config, "python_executable", "python3")))
 config.excludes.append("Inputs")
+import shutil
+if shutil.which("rsvg-convert"):
+    config.available_features.add("rsvg-convert")

@@ -10,6 +10,7 @@ packages=(
   libyaml-cpp-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev googletest
   llvm-14-tools clang-format python3 python3-numpy python3-onnx
+  librsvg2-bin util-linux
 
 )
 # Node.js runs the ONNX Runtime execution tests; a machine may already have a newer one.

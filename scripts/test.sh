@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Sets up (Debian packages, onnxruntime-node), builds, and runs every test:
-# GoogleTest unit tests, lit/FileCheck goldens, ONNX Runtime execution tests.
+# GoogleTest unit tests, lit/FileCheck goldens, ONNX Runtime execution tests,
+# transformers.js client tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 (cd tests/ort && { [ -f node_modules/onnxruntime-node/package.json ] || npm ci --ignore-scripts --no-audit --no-fund; })
+(cd tests/transformersjs && { [ -f node_modules/@huggingface/transformers/package.json ] || npm ci --ignore-scripts --no-audit --no-fund; })
 scripts/build.sh
 jobs="${ARCHC_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 cd build && ctest -j "$jobs" --output-on-failure "$@"

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "driver/Compiler.h"
 
+#include "driver/ArchCatalog.h"
 #include "frontend/Sema.h"
 #include "ir/Verifier.h"
 #include "irgen/ConfigBinder.h"
@@ -78,15 +79,21 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
     std::vector<std::string> known;
     input = architecture.empty() ? "" : findBundledArch(architecture, known);
     if (input.empty()) {
-      std::string list;
-      for (const std::string &k : known)
-        list += (list.empty() ? "" : ", ") + k;
+      SourceRange at =
+          c.config ? c.config->rangeOf("/architectures") : SourceRange();
+      if (architecture.empty()) {
+        diags.error(at, "the config names no architecture; pass an .arch "
+                        "file (archc --list-archs lists the bundled ones)");
+        return false;
+      }
+      std::string hint;
+      for (const std::string &k : closestNames(architecture, known))
+        hint += (hint.empty() ? "" : ", ") + ("'" + k + "'");
       diags.error(
-          c.config ? c.config->rangeOf("/architectures") : SourceRange(),
-          architecture.empty()
-              ? "the config names no architecture; pass an .arch file"
-              : "no bundled architecture file matches '" + architecture +
-                    "'; pass an .arch file (bundled: " + list + ")");
+          at, "no bundled architecture file matches '" + architecture + "'" +
+                  (hint.empty() ? "" : "; did you mean " + hint + "?") +
+                  " (archc --list-archs lists all " +
+                  std::to_string(known.size()) + "; or pass an .arch file)");
       return false;
     }
   }

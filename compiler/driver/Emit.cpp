@@ -6,17 +6,36 @@
 //===----------------------------------------------------------------------===//
 #include "driver/Emit.h"
 
+#include "analysis/ProfilePlot.h"
 #include "analysis/ProfileReport.h"
 #include "driver/OnnxLoader.h"
 #include "ir/Printer.h"
-#include "support/AtomicFile.h"
+#include "support/OutputSet.h"
+#include "support/Progress.h"
+
+#include <filesystem>
+#include <unistd.h>
 
 #include <sstream>
 
 namespace archc {
 
+/// Whether -o names a folder: a trailing '/' or an existing directory.
+static bool namesFolder(const std::string &output) {
+  std::error_code ec;
+  return !output.empty() &&
+         (output.back() == '/' || std::filesystem::is_directory(output, ec));
+}
+
 bool emit(const Options &opts, Compilation &c, std::ostream &out) {
   DiagnosticEngine &diags = *c.diags;
+  bool folder = namesFolder(opts.output);
+  if (folder && opts.emit != EmitTarget::Onnx) {
+    diags.error(SourceRange(),
+                "-o '{}' names a folder; this -emit target writes one file",
+                opts.output);
+    return false;
+  }
   std::ostringstream text;
   switch (opts.emit) {
   case EmitTarget::IR: {
@@ -43,6 +62,9 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     if (!computeProfile(*c.module, req, c.sourceMgr, diags, profile))
       return false;
     renderProfile(profile, opts.format, opts.perOp, text);
+    if (!opts.plot.empty() &&
+        !writeOutputFile(opts.plot, renderProfilePlot(profile), diags))
+      return false;
     break;
   }
   case EmitTarget::Onnx:
@@ -50,6 +72,10 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     OnnxEmitOptions o;
     o.text = opts.emit == EmitTarget::OnnxText;
     o.output = opts.output;
+    o.folder = folder;
+    o.inputDir = opts.modelDir;
+    o.progress = !opts.quiet && ProgressBar::stderrIsTerminal();
+    o.dataChunkBytes = opts.dataChunkBytes;
     o.weights = opts.weights;
     o.init = opts.init;
     o.seed = opts.seed;
@@ -58,8 +84,8 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     o.kvCache = opts.kvCache;
     o.config = &c.config->root();
     if (!o.text && (opts.output.empty() || opts.output == "-")) {
-      diags.error(SourceRange(), "-emit=onnx needs an output file: -o "
-                                 "model.onnx");
+      diags.error(SourceRange(), "-emit=onnx needs an output: -o "
+                                 "model.onnx, or -o OUT/ for a model folder");
       return false;
     }
     if (!o.text)
@@ -77,7 +103,7 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     out.flush();
     return true;
   }
-  return writeFileAtomically(opts.output, text.str(), diags);
+  return writeOutputFile(opts.output, text.str(), diags);
 }
 
 } // namespace archc

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "driver/Options.h"
 
+#include "driver/ModelInput.h"
 #include "ir/OpSchema.h"
 
 #include <fmt/format.h>
@@ -21,11 +22,14 @@ namespace archc {
 
 namespace {
 const char *kUsage =
-    R"(usage: archc [<file.arch>] --config <config.json> [options]
+    R"(usage: archc [<file.arch>] --config <config.json | model folder> [options]
+       archc <model folder> [options]
+       archc --list-archs
 
 Compiles a model architecture for the Hugging Face config of one model.
 Without <file.arch>, the bundled family whose `matches` list names the
-config's architectures[0] is used.
+config's architectures[0] is used. A model folder is read for its
+config.json; its safetensors are the default --weights of -emit=onnx.
 
 Output:
   -emit=ir             typed IR (default), deterministic text
@@ -33,7 +37,10 @@ Output:
   -emit=profile        parameters, FLOPs, memory, KV bytes, latency
   -emit=onnx           ONNX model (-o model.onnx), with KV-cache I/O
   -emit=onnx-text      the ONNX graph as text
-  -o <path>            output file (default: stdout for text outputs)
+  -o <path>            output file (default: stdout for text outputs);
+                       for -emit=onnx a folder (a trailing '/' or an
+                       existing directory) gets a model folder:
+                       onnx/model.onnx, config.json, genai_config.json, ...
   --dtype=<t>          f32 | f16 | bf16 (default: the config's torch_dtype;
                        f32 for ONNX)
 
@@ -59,6 +66,8 @@ Profile (-emit=profile):
   --format=<f>         table (default) | json | csv | md
   --per-op             also print one row per op
   --profile-dir=<dir>  runtime_profile directory
+  --plot=<file.svg>    also draw latency and memory against context length
+                       and batch for the requested devices
 
 ONNX (-emit=onnx):
   --weights=<path>     .safetensors file, sharded index.json, or directory
@@ -68,6 +77,16 @@ ONNX (-emit=onnx):
   --no-kv-cache        single-pass model without past/present I/O
   --no-genai-config    do not write genai_config.json
   --embed-weights      store weights inside the .onnx (models < 2 GiB)
+  --data-chunk-size=<bytes>
+                       largest external data file (default: under 2 GiB,
+                       what browsers load); later tensors go to
+                       model.onnx_data_1, _2, ...
+
+Other:
+  --list-archs         list the bundled families and the architectures
+                       they match
+  -q, --quiet          no progress bar while binding weights
+  --help, --version
 )";
 
 bool splitList(const std::string &s, std::vector<std::string> &out) {
@@ -121,7 +140,7 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
     if (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.size() > 2 &&
-        a != "-o" && a != "-I")
+        a != "-o" && a != "-I" && a != "-q")
       a = "-" + a; // -emit=ir -> --emit=ir
     std::string name = a, value;
     bool hasValue = false;
@@ -164,6 +183,14 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       std::fputs(os.str().c_str(), stdout);
       exitCode = 0;
       return false;
+    }
+    if (name == "--list-archs") {
+      o.listArchs = true;
+      continue;
+    }
+    if (name == "--quiet" || name == "-q") {
+      o.quiet = true;
+      continue;
     }
     if (name == "--config") {
       if (!need())
@@ -276,6 +303,15 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       if (!need())
         return false;
       o.profileDir = value;
+    } else if (name == "--plot") {
+      if (!need())
+        return false;
+      o.plot = value;
+    } else if (name == "--data-chunk-size") {
+      std::vector<int64_t> v;
+      if (!need() || !parseInts(name, value, v, 4096))
+        return false;
+      o.dataChunkBytes = static_cast<uint64_t>(v[0]);
     } else if (name == "--weights") {
       if (!need())
         return false;
@@ -291,6 +327,7 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
         return false;
       }
       o.init = value;
+      o.initGiven = true;
     } else if (name == "--seed") {
       std::vector<int64_t> v;
       if (!need() || !parseInts(name, value, v, 0))
@@ -317,6 +354,15 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       o.input = a;
     }
   }
+  if (o.listArchs)
+    return true;
+  if (!o.plot.empty() && o.emit != EmitTarget::Profile) {
+    fmt::print(stderr, "archc: error: --plot draws the profile: it needs "
+                       "-emit=profile\n");
+    return false;
+  }
+  if (!resolveModelInput(o))
+    return false;
   if (o.input.empty() && o.config.empty()) {
     fmt::print(stderr, "archc: error: no input .arch file (see --help)\n");
     return false;

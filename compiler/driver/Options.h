@@ -19,6 +19,9 @@ enum class EmitTarget { Weights, IR, Profile, Onnx, OnnxText };
 struct Options {
   std::string input;
   std::string config;
+  std::string modelDir; ///< the model folder given as input, if any
+  bool listArchs = false;
+  bool quiet = false; ///< no progress bar
   EmitTarget emit = EmitTarget::IR;
   std::string output; ///< -o; "-" or empty = stdout where that makes sense
   std::vector<std::string> includeDirs;
@@ -39,10 +42,13 @@ struct Options {
   std::string format = "table";
   bool perOp = false;
   std::string profileDir; ///< runtime_profile directory override
+  std::string plot;       ///< --plot: SVG of latency and memory
 
   // ONNX.
   std::string weights;
-  std::string init = "none"; ///< none | random | zeros
+  std::string init = "none";   ///< none | random | zeros
+  bool initGiven = false;      ///< --init was given
+  uint64_t dataChunkBytes = 0; ///< --data-chunk-size (0: under 2 GiB)
   uint64_t seed = 0;
   bool kvCache = true;
   bool genaiConfig = true;

@@ -5,6 +5,7 @@
 // error (with diagnostics on stderr). Output files are written atomically.
 //
 //===----------------------------------------------------------------------===//
+#include "driver/ArchCatalog.h"
 #include "driver/Compiler.h"
 #include "driver/Emit.h"
 #include "support/VerifyDiagnostics.h"
@@ -18,6 +19,10 @@ int main(int argc, char **argv) {
   int exitCode = 1;
   if (!parseOptions(argc, argv, opts, exitCode))
     return exitCode;
+  if (opts.listArchs) {
+    printBundledArchs(std::cout);
+    return 0;
+  }
 
   Compilation c;
   DiagnosticEngine &diags = *c.diags;

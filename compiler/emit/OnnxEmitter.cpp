@@ -1,23 +1,34 @@
 //===- OnnxEmitter.cpp - -emit=onnx and -emit=onnx-text -------------------===//
 //
-// This file implements ONNX emission. Files are first written into a
-// private temporary directory next to the output (the external data file
-// under its final name, so the model's relative reference resolves), checked
-// there with onnx::checker and strict shape inference, then renamed into
-// place. Any failure removes the temporary directory: no partial output.
+// This file implements ONNX emission. Every file of one emission is staged
+// in an OutputSet inside the output directory (the external data under its
+// final name beside the model, so the model's relative references resolve
+// there), checked with onnx::checker and strict shape inference, then
+// published together. Any failure removes the staging directory: no partial
+// output. A model folder (`-o OUT/`) also gets the transformers.js view of
+// the graph, config.json, generation_config.json and the tokenizer.
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxEmitter.h"
 
+#include "emit/ClientIo.h"
+#include "emit/ExternalData.h"
+#include "emit/ModelFolder.h"
 #include "emit/OnnxLowering.h"
 #include "emit/Safetensors.h"
-#include "support/AtomicFile.h"
+#include "support/OutputSet.h"
+#include "support/Progress.h"
+#include "support/StagedFile.h"
 
+#include <fmt/format.h>
 #include <onnx/checker.h>
 #include <onnx/defs/printer.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -33,33 +44,6 @@ void check_model(const ModelProto &model, CheckerContext &ctx);
 namespace archc {
 
 namespace {
-/// A temporary directory removed on destruction unless released.
-class TempDir {
-public:
-  bool create(const fs::path &near, DiagnosticEngine &diags) {
-    fs::path dir =
-        near.parent_path().empty() ? fs::path(".") : near.parent_path();
-    std::string tmpl =
-        (dir / ("." + near.filename().string() + ".tmp-XXXXXX")).string();
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (!mkdtemp(buf.data())) {
-      diags.error(SourceRange(), "cannot write '{}': {}", near.string(),
-                  std::strerror(errno));
-      return false;
-    }
-    path = buf.data();
-    return true;
-  }
-  ~TempDir() {
-    if (!path.empty()) {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  }
-  fs::path path;
-};
-
 bool checkModel(const std::string &modelDir, onnx::ModelProto &model,
                 DiagnosticEngine &diags) {
   try {
@@ -82,14 +66,60 @@ bool checkModel(const std::string &modelDir, onnx::ModelProto &model,
   return true;
 }
 
-bool writeProto(const onnx::ModelProto &model, const fs::path &path,
-                DiagnosticEngine &diags) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !model.SerializeToOstream(&out) || !out.flush()) {
-    diags.error(SourceRange(), "cannot write '{}'", path.string());
+bool writeProto(const onnx::ModelProto &model, const std::string &staged,
+                const std::string &shown, DiagnosticEngine &diags) {
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) {
+    diags.error(SourceRange(),
+                "cannot write '{}': the model does not "
+                "serialise (over 2 GiB?)",
+                shown);
     return false;
   }
-  return true;
+  StagedFile f;
+  return f.open(staged, shown, diags) &&
+         f.write(bytes.data(), bytes.size(), diags) && f.close(diags);
+}
+
+bool writeText(OutputSet &set, const std::string &rel, const std::string &text,
+               DiagnosticEngine &diags) {
+  StagedFile f;
+  return f.open(set.stage(rel), set.finalPath(rel), diags) &&
+         f.write(text.data(), text.size(), diags) && f.close(diags);
+}
+
+/// Reads a JSON file if it exists; null if absent or unreadable.
+nlohmann::json readJsonIfPresent(const fs::path &path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    return nullptr;
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+std::string modelTypeOf(const nlohmann::json &config, const ir::Module &m) {
+  auto it = config.find("model_type");
+  if (it != config.end() && it->is_string())
+    return it->get<std::string>();
+  return m.name;
+}
+
+void printText(const onnx::ModelProto &model, std::ostream &out) {
+  // Printed without initializer data (layout only).
+  onnx::GraphProto printed = model.graph();
+  printed.clear_initializer();
+  for (const auto &init : model.graph().initializer()) {
+    auto *vi = printed.add_input();
+    vi->set_name(init.name());
+    auto *tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(init.data_type());
+    for (int64_t d : init.dims())
+      tt->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  out << "<ir_version: " << model.ir_version()
+      << ", opset_import: [\"\" : " << kOnnxOpset
+      << "], producer_name: \"archc\">\n";
+  out << printed << "\n";
 }
 } // namespace
 
@@ -129,14 +159,53 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   if (!plan.validate(diags, opts.weights))
     return false;
 
-  fs::path target = opts.text ? fs::path("model.onnx") : fs::path(opts.output);
-  TempDir tmp;
-  if (!tmp.create(opts.text ? fs::temp_directory_path() / "archc.onnx" : target,
-                  diags))
+  if (opts.text) {
+    // Checked like a written model, its layout staged in a scratch set in
+    // the temporary folder (removed on return, on a signal, or by the next
+    // run's sweep).
+    OutputSet scratch;
+    bool ok = scratch.begin(fs::temp_directory_path().string(), diags);
+    if (ok) {
+      ExternalDataWriter data(scratch, "", "model.onnx", opts.dataChunkBytes,
+                              /*layoutOnly=*/true, nullptr);
+      WeightStats stats;
+      ok = plan.writeExternal(*graph, data, diags, stats) &&
+           checkModel(scratch.stagingDirectory(), model, diags);
+    }
+    scratch.discard();
+    if (!ok)
+      return false;
+    printText(model, textOut);
+    return true;
+  }
+
+  // Where the files go.
+  const nlohmann::json emptyConfig = nlohmann::json::object();
+  const nlohmann::json &config = opts.config ? *opts.config : emptyConfig;
+  fs::path outDir, modelRel;
+  if (opts.folder) {
+    outDir = opts.output;
+    modelRel = fs::path("onnx") / folderModelFile(m.activationDType);
+  } else {
+    fs::path target(opts.output);
+    outDir = target.parent_path();
+    modelRel = target.filename();
+  }
+  if (outDir.empty())
+    outDir = ".";
+  const std::string modelFile = modelRel.filename().string();
+  const fs::path modelDirRel = modelRel.parent_path();
+
+  if (!opts.folder && !checkDestination(opts.output, diags))
     return false;
-  std::string dataName = target.filename().string() + ".data";
+  OutputSet set;
+  if (!set.begin(outDir.string(), diags))
+    return false;
+
+  // Weights: external data files first (published before the model).
   WeightStats stats;
-  bool embed = opts.embedWeights && !opts.text;
+  bool embed = opts.embedWeights;
+  std::vector<std::string> dataFiles;
   if (embed) {
     if (plan.totalBytes() > (uint64_t(2) << 30) - (uint64_t(64) << 20)) {
       diags.error(SourceRange(),
@@ -145,79 +214,154 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
                   plan.totalBytes());
       return false;
     }
-    if (!plan.embed(*graph, diags, stats))
+    ProgressBar bar("binding weights", plan.totalBytes(),
+                    opts.progress && source != WeightSource::Layout);
+    if (!plan.embed(*graph, diags, stats, &bar))
       return false;
   } else {
-    AtomicFile data;
-    if (!data.open((tmp.path / dataName).string(), diags))
+    bool layout = source == WeightSource::Layout;
+    ProgressBar bar("binding weights", plan.totalBytes(),
+                    opts.progress && !layout);
+    ExternalDataWriter data(set, modelDirRel.string(), modelFile,
+                            opts.dataChunkBytes, layout, &bar);
+    if (!plan.writeExternal(*graph, data, diags, stats))
       return false;
-    if (!plan.writeExternal(*graph, dataName, data, diags, stats) ||
-        !data.commit(diags))
-      return false;
+    dataFiles = data.files();
   }
-  fs::path tmpModel = tmp.path / target.filename();
-  if (!writeProto(model, tmpModel, diags))
-    return false;
-  if (!checkModel(tmp.path.string(), model, diags))
-    return false;
+  fs::path stagedModelDir = fs::path(set.stagingDirectory()) / modelDirRel;
 
-  if (opts.text) {
-    // Print without initializer data (layout only).
-    onnx::GraphProto printed = model.graph();
-    printed.clear_initializer();
-    for (const auto &init : model.graph().initializer()) {
-      auto *vi = printed.add_input();
-      vi->set_name(init.name());
-      auto *tt = vi->mutable_type()->mutable_tensor_type();
-      tt->set_elem_type(init.data_type());
-      for (int64_t d : init.dims())
-        tt->mutable_shape()->add_dim()->set_dim_value(d);
-    }
-    textOut << "<ir_version: " << model.ir_version()
-            << ", opset_import: [\"\" : " << kOnnxOpset
-            << "], producer_name: \"archc\">\n";
-    textOut << printed << "\n";
-    return true;
-  }
-
-  if (opts.genaiConfig) {
-    static const nlohmann::json empty = nlohmann::json::object();
-    if (!writeGenaiConfig(
-            m, opts.config ? *opts.config : empty, target.filename().string(),
-            (tmp.path / "genai_config.json").string(), opts.kvCache, diags))
+  // Side files of a model folder; its config.json names the model type
+  // transformers.js sees.
+  nlohmann::json generation = nullptr;
+  if (!opts.inputDir.empty())
+    generation =
+        readJsonIfPresent(fs::path(opts.inputDir) / "generation_config.json");
+  std::string modelType = modelTypeOf(config, m);
+  const std::string genaiVariant = modelRel.stem().string() + ".genai.onnx";
+  if (opts.folder) {
+    nlohmann::json previous = readJsonIfPresent(outDir / "config.json");
+    std::map<std::string, unsigned> chunks = {
+        {modelFile, static_cast<unsigned>(dataFiles.size())},
+        {genaiVariant, 0}};
+    nlohmann::json outConfig = outputConfig(
+        config, m, chunks, previous.is_object() ? &previous : nullptr);
+    modelType = modelTypeOf(outConfig, m);
+    if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
       return false;
-  }
-
-  // Move into place: data and genai config first, then the model.
-  std::error_code ec;
-  fs::path finalData = target.parent_path() / dataName;
-  if (!embed) {
-    fs::rename(tmp.path / dataName, finalData, ec);
-    if (ec) {
-      diags.error(SourceRange(), "cannot write '{}': {}", finalData.string(),
-                  ec.message());
-      return false;
+    if (generation.is_object()) {
+      // The input's, byte for byte.
+      std::error_code ec;
+      fs::path from = fs::path(opts.inputDir) / "generation_config.json";
+      fs::copy_file(from, set.stage("generation_config.json"), ec);
+      if (ec) {
+        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
+                    from.string(), set.finalPath("generation_config.json"),
+                    ec.message());
+        return false;
+      }
+    } else {
+      generation = generationConfig(nullptr, config);
+      if (!writeText(set, "generation_config.json", generation.dump(2) + "\n",
+                     diags))
+        return false;
     }
   }
-  fs::rename(tmpModel, target, ec);
-  if (ec) {
-    // Undo: nothing partial stays behind.
-    if (!embed)
-      fs::remove(finalData);
-    diags.error(SourceRange(), "cannot write '{}': {}", target.string(),
-                ec.message());
-    return false;
+
+  // The model as the folder's clients see it: transformers.js names in a
+  // model folder, onnxruntime-genai's (archc's own) otherwise.
+  ClientIo tjs;
+  if (opts.folder) {
+    tjs = transformersJsIo(*graph, modelType);
+    if (!tjs.runs)
+      diags.report(Severity::Note, SourceRange(),
+                   fmt::format("{}: transformers.js cannot run this model "
+                               "({})",
+                               set.finalPath(modelRel.string()), tjs.whyNot));
   }
-  if (opts.genaiConfig) {
-    fs::rename(tmp.path / "genai_config.json",
-               target.parent_path() / "genai_config.json", ec);
-    if (ec) {
-      diags.error(SourceRange(), "cannot write genai_config.json: {}",
-                  ec.message());
+  onnx::ModelProto genaiModel;
+  std::string genaiRel = modelRel.string();
+  bool twoGraphs = opts.folder && tjs.runs && tjs.changesGraph();
+  if (twoGraphs) {
+    // onnxruntime-genai's graph: the same weights (same data files), its
+    // own names, beside the model.
+    genaiModel = model;
+    genaiRel =
+        (modelDirRel / (modelRel.stem().string() + ".genai.onnx")).string();
+    applyClientIo(*model.mutable_graph(), tjs);
+  }
+  if (!checkModel(stagedModelDir.string(), model, diags) ||
+      !writeProto(model, set.stage(modelRel.string()),
+                  set.finalPath(modelRel.string()), diags))
+    return false;
+  if (twoGraphs && (!checkModel(stagedModelDir.string(), genaiModel, diags) ||
+                    !writeProto(genaiModel, set.stage(genaiRel),
+                                set.finalPath(genaiRel), diags)))
+    return false;
+
+  std::string genaiWhyNot;
+  bool writeGenai = opts.genaiConfig;
+  if (writeGenai && !genaiBindsStates(m, genaiWhyNot)) {
+    diags.report(Severity::Note, SourceRange(),
+                 "genai_config.json not written: " + genaiWhyNot);
+    writeGenai = false;
+  }
+  if (writeGenai) {
+    nlohmann::ordered_json genai = makeGenaiConfig(
+        m, config, generation.is_object() ? &generation : nullptr, genaiRel,
+        opts.kvCache);
+    if (!writeText(set, "genai_config.json", genai.dump(4) + "\n", diags))
       return false;
+  }
+  // The tokenizer of the input folder.
+  bool copiedTokenizer = false;
+  if (opts.folder && !opts.inputDir.empty()) {
+    for (const std::string &name : tokenizerFileNames()) {
+      fs::path from = fs::path(opts.inputDir) / name;
+      std::error_code ec;
+      if (!fs::is_regular_file(from, ec))
+        continue;
+      fs::copy_file(from, set.stage(name), ec);
+      if (ec) {
+        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
+                    from.string(), set.finalPath(name), ec.message());
+        return false;
+      }
+      copiedTokenizer = true;
     }
   }
-  return true;
+
+  // Files of an earlier emission of this model that this one does not
+  // produce: its data files (another chunk count, --embed-weights, the
+  // old model.onnx.data name), its genai graph, the genai_config.json that
+  // described it, and (when this emission brings a tokenizer) the old one.
+  std::string modelRelStr = modelRel.string();
+  fs::path genaiPath = outDir / "genai_config.json";
+  set.removeStale({modelDirRel.string()}, [=](const std::string &rel) {
+    std::string name = fs::path(rel).filename().string();
+    return isExternalDataOf(modelFile, name) || name == genaiVariant;
+  });
+  set.removeStale({""}, [=](const std::string &rel) {
+    if (rel == "genai_config.json") {
+      nlohmann::json old = readJsonIfPresent(genaiPath);
+      if (!old.is_object())
+        return false;
+      const nlohmann::json *file = nullptr;
+      try {
+        file = &old.at("model").at("decoder").at("filename");
+      } catch (...) {
+        return false;
+      }
+      return file->is_string() &&
+             (file->get<std::string>() == modelRelStr ||
+              fs::path(file->get<std::string>()).filename() == genaiVariant);
+    }
+    if (copiedTokenizer) {
+      const auto &names = tokenizerFileNames();
+      return std::find(names.begin(), names.end(), rel) != names.end();
+    }
+    return false;
+  });
+  return set.publish(diags);
 }
 
 } // namespace archc

@@ -2,8 +2,9 @@
 //
 // This file declares the ONNX back end of the driver: lower the expanded IR,
 // bind weights, validate the model with onnx::checker and strict ONNX shape
-// inference in-process, and write it (model + external data +
-// genai_config.json) atomically, or print it as ONNX text.
+// inference in-process, and write it through an OutputSet (model, external
+// data, genai_config.json; for a model folder also config.json,
+// generation_config.json and the tokenizer), or print it as ONNX text.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_EMIT_ONNXEMITTER_H
@@ -22,7 +23,10 @@
 namespace archc {
 
 struct OnnxEmitOptions {
-  std::string output;        ///< model path (-o); empty for text
+  std::string output;  ///< model path (-o) or model folder; empty for text
+  bool folder = false; ///< `output` is a model folder (docs/onnx.md)
+  std::string
+      inputDir; ///< the input model folder (tokenizer, generation config)
   std::string weights;       ///< checkpoint path, or empty
   std::string init = "none"; ///< none | random | zeros (without weights)
   uint64_t seed = 0;
@@ -30,6 +34,8 @@ struct OnnxEmitOptions {
   bool genaiConfig = true;
   bool kvCache = true;
   bool text = false;
+  bool progress = false;       ///< draw a progress bar while writing weights
+  uint64_t dataChunkBytes = 0; ///< external data file limit (0 = < 2 GiB)
   /// config.json (for genai_config.json: token ids, context length, type).
   const nlohmann::json *config = nullptr;
 };
@@ -38,10 +44,24 @@ struct OnnxEmitOptions {
 bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
               DiagnosticEngine &diags, std::ostream &out);
 
-/// Writes onnxruntime-genai's genai_config.json for the model.
-bool writeGenaiConfig(const ir::Module &m, const nlohmann::json &config,
-                      const std::string &modelFile, const std::string &path,
-                      bool kvCache, DiagnosticEngine &diags);
+/// onnxruntime-genai's model.type for a Hugging Face model_type: the same
+/// name where the runtime accepts it (gpt_oss -> gptoss, the text model of
+/// a multimodal config -> its *_text type), else "decoder".
+std::string genaiModelType(const std::string &hfModelType);
+
+/// Whether onnxruntime-genai can bind every state input of the graph (it
+/// binds key/value caches and Gated DeltaNet conv/recurrent states);
+/// otherwise `whyNot` names the first state it cannot.
+bool genaiBindsStates(const ir::Module &m, std::string &whyNot);
+
+/// onnxruntime-genai's genai_config.json for the model in `modelFile`
+/// (relative to the config's folder). `generation` is the model's
+/// generation_config.json (search defaults), or null.
+nlohmann::ordered_json makeGenaiConfig(const ir::Module &m,
+                                       const nlohmann::json &config,
+                                       const nlohmann::json *generation,
+                                       const std::string &modelFile,
+                                       bool kvCache);
 
 } // namespace archc
 

@@ -19,7 +19,6 @@ namespace archc {
 
 namespace {
 constexpr uint64_t kChunkElems = 1 << 20;
-constexpr uint64_t kAlign = 64;
 
 uint64_t numElements(const std::vector<int64_t> &shape) {
   uint64_t n = 1;
@@ -295,22 +294,17 @@ static void describe(onnx::TensorProto *t, const std::string &name,
     t->add_dims(d);
 }
 
-bool WeightPlan::writeExternal(onnx::GraphProto &graph,
-                               const std::string &location, AtomicFile &out,
+bool WeightPlan::writeExternal(onnx::GraphProto &graph, ExternalDataWriter &out,
                                DiagnosticEngine &diags,
                                WeightStats &stats) const {
-  uint64_t offset = 0;
-  static const char zeros[kAlign] = {};
   for (const Entry &e : entries) {
     onnx::TensorProto *t = graph.add_initializer();
     describe(t, e.name, e.shape, e.type.dtype);
-    uint64_t pad = (kAlign - offset % kAlign) % kAlign;
     uint64_t bytes = numElements(e.shape) * ir::dtypeBits(e.type.dtype) / 8;
-    if (source != WeightSource::Layout && pad) {
-      if (!out.write(zeros, pad, diags))
-        return false;
-    }
-    offset += pad;
+    std::string location;
+    uint64_t offset = 0;
+    if (!out.place(bytes, location, offset, diags))
+      return false;
     t->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
     auto add = [&](const std::string &k, const std::string &v) {
       auto *kv = t->add_external_data();
@@ -328,15 +322,12 @@ bool WeightPlan::writeExternal(onnx::GraphProto &graph,
                         })) {
       return false;
     }
-    offset += bytes;
   }
-  if (source == WeightSource::Layout)
-    return out.resize(offset, diags);
-  return true;
+  return out.finish(diags);
 }
 
 bool WeightPlan::embed(onnx::GraphProto &graph, DiagnosticEngine &diags,
-                       WeightStats &stats) const {
+                       WeightStats &stats, ProgressBar *progress) const {
   for (const Entry &e : entries) {
     onnx::TensorProto *t = graph.add_initializer();
     describe(t, e.name, e.shape, e.type.dtype);
@@ -344,10 +335,14 @@ bool WeightPlan::embed(onnx::GraphProto &graph, DiagnosticEngine &diags,
     if (!produce(e, diags, stats,
                  [&](const uint8_t *p, uint64_t n, DiagnosticEngine &) {
                    raw->append(reinterpret_cast<const char *>(p), n);
+                   if (progress)
+                     progress->advance(n);
                    return true;
                  }))
       return false;
   }
+  if (progress)
+    progress->finish();
   return true;
 }
 

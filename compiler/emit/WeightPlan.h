@@ -12,9 +12,9 @@
 #ifndef ARCHC_EMIT_WEIGHTPLAN_H
 #define ARCHC_EMIT_WEIGHTPLAN_H
 
+#include "emit/ExternalData.h"
 #include "emit/Safetensors.h"
 #include "ir/Types.h"
-#include "support/AtomicFile.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -47,14 +47,14 @@ public:
   /// checkpoint.
   bool validate(DiagnosticEngine &diags, const std::string &ckptPath) const;
 
-  /// Adds the initializers to `graph` with external data in `location`
-  /// (relative to the model) and writes that file through `out`.
-  bool writeExternal(onnx::GraphProto &graph, const std::string &location,
-                     AtomicFile &out, DiagnosticEngine &diags,
-                     WeightStats &stats) const;
-  /// Adds the initializers with their data inside the model proto.
+  /// Adds the initializers to `graph` with their data in external data
+  /// files, placed and written by `out` (which it finishes).
+  bool writeExternal(onnx::GraphProto &graph, ExternalDataWriter &out,
+                     DiagnosticEngine &diags, WeightStats &stats) const;
+  /// Adds the initializers with their data inside the model proto;
+  /// `progress` (optional) counts the bytes.
   bool embed(onnx::GraphProto &graph, DiagnosticEngine &diags,
-             WeightStats &stats) const;
+             WeightStats &stats, ProgressBar *progress = nullptr) const;
 
   /// Total bytes of weight data.
   uint64_t totalBytes() const;

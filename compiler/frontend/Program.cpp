@@ -27,12 +27,11 @@ std::string bundledArchsDir() {
 #endif
 }
 
-std::string findBundledArch(const std::string &architecture,
-                            std::vector<std::string> &known) {
+std::vector<BundledArch> listBundledArchs() {
   // `arch NAME matches "A", "B"` (possibly over several lines): a textual
   // scan is enough to choose the file, which is then parsed properly.
   static const std::regex matchesClause(
-      R"re(\barch\s+[A-Za-z_][A-Za-z0-9_]*\s+matches\s+("[^"]*"(\s*,\s*"[^"]*")*))re");
+      R"re(\barch\s+([A-Za-z_][A-Za-z0-9_]*)\s+matches\s+("[^"]*"(\s*,\s*"[^"]*")*))re");
   static const std::regex quoted(R"re("([^"]*)")re");
   std::vector<fs::path> files;
   std::error_code ec;
@@ -40,22 +39,35 @@ std::string findBundledArch(const std::string &architecture,
     if (e.path().extension() == ".arch")
       files.push_back(e.path());
   std::sort(files.begin(), files.end());
-  std::string found;
+  std::vector<BundledArch> out;
   for (const fs::path &f : files) {
     std::ifstream in(f);
     std::string text((std::istreambuf_iterator<char>(in)),
                      std::istreambuf_iterator<char>());
     for (auto m = std::sregex_iterator(text.begin(), text.end(), matchesClause);
          m != std::sregex_iterator(); ++m) {
-      std::string list = (*m)[1];
+      BundledArch a;
+      a.file = f.string();
+      a.name = (*m)[1];
+      std::string list = (*m)[2];
       for (auto q = std::sregex_iterator(list.begin(), list.end(), quoted);
-           q != std::sregex_iterator(); ++q) {
-        known.push_back((*q)[1]);
-        if ((*q)[1] == architecture && found.empty())
-          found = f.string();
-      }
+           q != std::sregex_iterator(); ++q)
+        a.matches.push_back((*q)[1]);
+      out.push_back(std::move(a));
     }
   }
+  return out;
+}
+
+std::string findBundledArch(const std::string &architecture,
+                            std::vector<std::string> &known) {
+  std::string found;
+  for (const BundledArch &a : listBundledArchs())
+    for (const std::string &m : a.matches) {
+      known.push_back(m);
+      if (m == architecture && found.empty())
+        found = a.file;
+    }
   std::sort(known.begin(), known.end());
   return found;
 }

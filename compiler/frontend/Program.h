@@ -55,6 +55,16 @@ private:
 /// build time and overridable with the ARCHC_ARCHS_DIR environment variable.
 std::string bundledArchsDir();
 
+/// One `arch` declaration of a bundled .arch file.
+struct BundledArch {
+  std::string file;                 ///< path of the .arch file
+  std::string name;                 ///< the arch's name
+  std::vector<std::string> matches; ///< the HF `architectures` it matches
+};
+
+/// Every arch of the bundled archs/ folder, by file name.
+std::vector<BundledArch> listBundledArchs();
+
 /// The bundled .arch file whose `matches` list names `architecture` (a
 /// Hugging Face class such as "LlamaForCausalLM"), or "" when none does.
 /// `known` receives every class the bundled files name, sorted.

@@ -1,0 +1,29 @@
+//===- ModelInput.h - A model folder as input -------------------*- C++ -*-===//
+//
+// This file declares resolveModelInput(): `archc MODEL_DIR ...` or
+// `--config MODEL_DIR` reads MODEL_DIR/config.json, and the folder's
+// safetensors (one file, a sharded index, or several files) are the
+// default --weights of -emit=onnx. The folder is also where a model-folder
+// output finds the tokenizer and generation_config.json.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_DRIVER_MODELINPUT_H
+#define ARCHC_DRIVER_MODELINPUT_H
+
+#include "driver/Options.h"
+
+namespace archc {
+
+/// Whether `dir` holds checkpoint weights: model.safetensors.index.json or
+/// a *.safetensors file other than a fixture's expected.safetensors.
+bool folderHasWeights(const std::string &dir);
+
+/// Rewrites a model folder given as the input or as --config into
+/// opts.config (its config.json), opts.modelDir and, for -emit=onnx without
+/// --weights or --init, opts.weights. Prints an error and returns false when
+/// the folder has no config.json or both name different folders.
+bool resolveModelInput(Options &opts);
+
+} // namespace archc
+
+#endif // ARCHC_DRIVER_MODELINPUT_H

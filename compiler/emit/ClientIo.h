@@ -1,0 +1,54 @@
+//===- ClientIo.h - Graph I/O as a client runtime names it ------*- C++ -*-===//
+//
+// This file declares the I/O conventions of the runtimes that load archc's
+// models. archc's graph names follow onnxruntime-genai (docs/onnx.md); a
+// model folder's onnx/model.onnx follows transformers.js 4.3.1, which
+// creates and feeds the cache inputs by name (getCacheNames in its
+// configs.js) and builds Qwen-VL-family position ids as [3, batch, seq]:
+//
+//   key / value                    unchanged
+//   Gated DeltaNet conv_state      past_conv.{i} / present_conv.{i}
+//   Gated DeltaNet recurrent_state past_recurrent.{i} / present_recurrent.{i}
+//   MLA compressed_kv / k_pe       past_key_values.{i}.key / .value
+//   position_ids (Qwen-VL family)  [3, batch, seq]; row 0 feeds the graph
+//
+// Where the client has no name for a state (DeepSeek-V4's compressed
+// entries) or no class for the model type, the model is reported as one
+// the client cannot run, with the reason.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_EMIT_CLIENTIO_H
+#define ARCHC_EMIT_CLIENTIO_H
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <string>
+
+namespace archc {
+
+/// A client's view of one graph's I/O.
+struct ClientIo {
+  bool runs = true;   ///< whether the client can run the graph at all
+  std::string whyNot; ///< why not, when !runs
+  /// Graph input/output name -> the client's name (only those that differ).
+  std::map<std::string, std::string> rename;
+  bool positionIds3d = false; ///< position_ids as [3, batch, seq]
+  /// Whether applying this changes the graph.
+  bool changesGraph() const { return !rename.empty() || positionIds3d; }
+};
+
+/// Whether transformers.js 4.3.1's AutoModelForCausalLM has a class for
+/// `modelType` (its MODEL_FOR_CAUSAL_LM_MAPPING_NAMES).
+bool transformersJsKnowsModelType(const std::string &modelType);
+
+/// transformers.js 4.3.1's view of `graph` for a config of `modelType`.
+ClientIo transformersJsIo(const onnx::GraphProto &graph,
+                          const std::string &modelType);
+
+/// Renames the graph's I/O (and every use) and adapts position_ids.
+void applyClientIo(onnx::GraphProto &graph, const ClientIo &io);
+
+} // namespace archc
+
+#endif // ARCHC_EMIT_CLIENTIO_H

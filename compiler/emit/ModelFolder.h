@@ -1,0 +1,59 @@
+//===- ModelFolder.h - The side files of a model folder ---------*- C++ -*-===//
+//
+// This file declares what a model folder (`-o OUT/`) holds beside its ONNX
+// graphs: the model file names of transformers.js's dtypes, OUT/config.json
+// (the input config plus what clients need: layer_types derived from the
+// graph where the input lacks them, transformers.js's external-data chunk
+// counts), OUT/generation_config.json, and the tokenizer files copied from
+// the input folder.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_EMIT_MODELFOLDER_H
+#define ARCHC_EMIT_MODELFOLDER_H
+
+#include "ir/IR.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace archc {
+
+/// The file name of the model inside OUT/onnx/ for the activation dtype
+/// (and a quantisation, "" for none), after transformers.js's dtype
+/// suffixes: model.onnx (fp32), model_fp16.onnx, model_q4.onnx,
+/// model_int8.onnx, model_q4f16.onnx; bf16 (no transformers.js dtype) is
+/// model_bf16.onnx.
+std::string folderModelFile(ir::DType dtype, const std::string &quant = "");
+
+/// The per-layer kinds of the compiled graph, in the vocabulary of Hugging
+/// Face's `layer_types` ("full_attention", "linear_attention",
+/// "sliding_attention", "compressed_sparse_attention",
+/// "heavily_compressed_attention"), from the states each layer keeps.
+/// Empty when the graph has no per-layer state.
+std::vector<std::string> deriveLayerTypes(const ir::Module &m);
+
+/// OUT/config.json: `input` with `layer_types` added where the input lacks
+/// them and the layers are not all of one attention kind (in text_config
+/// for a composite config), and transformers.js's external data chunk
+/// counts per model file (`dataChunks`, merged with those of `previous`,
+/// the config.json already in the folder, for model files that stay).
+nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
+                            const std::map<std::string, unsigned> &dataChunks,
+                            const nlohmann::json *previous);
+
+/// OUT/generation_config.json: the input folder's, or else the defaults
+/// Hugging Face derives from the model config (token ids).
+nlohmann::json generationConfig(const nlohmann::json *inputGeneration,
+                                const nlohmann::json &config);
+
+/// The tokenizer files that a model folder carries (tokenizer.json,
+/// tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt,
+/// tokenizer.model, added_tokens.json, chat_template.jinja, ...).
+const std::vector<std::string> &tokenizerFileNames();
+
+} // namespace archc
+
+#endif // ARCHC_EMIT_MODELFOLDER_H

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Checks a --plot SVG against the JSON report of the same run.
+
+Usage: check_plot.py REPORT.json PLOT.svg [PLOT.png]
+Every value of the report the plot should show is plotted exactly once
+(data-x/data-y equal the JSON numbers), every marker is a report value, the
+markers' pixel positions are ordered as their values (on each axis of each
+panel), the axes are labelled with units, the legend names every device and
+batch; with PLOT.png (rendered by rsvg-convert), the PNG has the SVG's size.
+"""
+import json
+import struct
+import sys
+import xml.etree.ElementTree as ET
+
+NS = {'s': 'http://www.w3.org/2000/svg'}
+
+
+def fail(msg):
+    print('FAIL: ' + msg)
+    sys.exit(1)
+
+
+def main():
+    report = json.load(open(sys.argv[1]))
+    svg = ET.parse(sys.argv[2]).getroot()
+    devices = [d['id'] for d in report['devices']]
+    weights = report['model']['weight_bytes']
+    want = {'ttft': set(), 'tpot': set(), 'memory': set()}
+    for p in report['points']:
+        b = p['batch']
+        for d in devices:
+            want['ttft'].add((d, b, p['prefill']['seq'], p['prefill']['devices'][d]['time_s']))
+            for q in p['decode']:
+                want['tpot'].add((d, b, q['past'], q['devices'][d]['time_s']))
+        for q in p['decode']:
+            want['memory'].add(('', b, q['past'], weights + q['kv_bytes']))
+    counts = {}
+    for g in svg.iter('{%s}g' % NS['s']):
+        panel = g.get('data-panel')
+        if not panel:
+            continue
+        got = set()
+        marks = []
+        for c in g.iter('{%s}circle' % NS['s']):
+            key = (c.get('data-device'), int(c.get('data-batch')),
+                   float(c.get('data-x')), float(c.get('data-y')))
+            if key in got:
+                fail('%s: value plotted twice: %s' % (panel, key))
+            got.add(key)
+            marks.append((float(c.get('data-x')), float(c.get('data-y')),
+                          float(c.get('cx')), float(c.get('cy'))))
+        exp = {(d, b, float(x), float(y)) for d, b, x, y in want[panel]}
+        if got != exp:
+            fail('%s: plotted %s, report %s' % (panel, sorted(got - exp), sorted(exp - got)))
+        for i in range(len(marks)):
+            for j in range(len(marks)):
+                xi, yi, cxi, cyi = marks[i]
+                xj, yj, cxj, cyj = marks[j]
+                if xi < xj and not cxi < cxj:
+                    fail('%s: x %g left of %g but drawn at %g >= %g' % (panel, xi, xj, cxi, cxj))
+                if yi < yj and not cyi > cyj:
+                    fail('%s: y %g below %g but drawn at %g <= %g' % (panel, yi, yj, cyi, cyj))
+        labels = [t.text for t in g.iter('{%s}text' % NS['s']) if t.get('class') in ('xlabel', 'ylabel')]
+        if len(labels) != 2 or not all('(' in l and ')' in l for l in labels):
+            fail('%s: axis labels with units missing: %s' % (panel, labels))
+        if not [t for t in g.iter('{%s}text' % NS['s']) if t.get('class') == 'ytick']:
+            fail('%s: no y ticks' % panel)
+        counts[panel] = len(got)
+    if set(counts) != (set(want) if devices else {'memory'}):
+        fail('panels %s' % sorted(counts))
+    legend = ' '.join(t.text for g in svg.iter('{%s}g' % NS['s']) if g.get('class') == 'legend'
+                      for t in g.iter('{%s}text' % NS['s']))
+    for d in devices:
+        if d not in legend:
+            fail('legend lacks device %s' % d)
+    for b in {p['batch'] for p in report['points']}:
+        if 'batch %d' % b not in legend:
+            fail('legend lacks batch %d' % b)
+    if len(sys.argv) > 3:
+        png = open(sys.argv[3], 'rb').read()
+        if png[:8] != b'\x89PNG\r\n\x1a\n':
+            fail('not a PNG')
+        w, h = struct.unpack('>II', png[16:24])
+        if (w, h) != (round(float(svg.get('width'))), round(float(svg.get('height')))):
+            fail('PNG %dx%d, SVG %sx%s' % (w, h, svg.get('width'), svg.get('height')))
+        print('rendered %dx%d' % (w, h))
+    print('ok: ' + ', '.join('%s %d' % (k, counts[k]) for k in sorted(counts)))
+
+
+main()

@@ -1,0 +1,321 @@
+//===- ClientFilesTest.cpp - What clients load from archc's output --------===//
+//
+// Unit tests of the files clients read: external data names and chunking,
+// transformers.js's I/O names, model-folder config files, genai_config.json
+// (checked against onnxruntime-genai's examples in ../shared/reference),
+// and the bundled-family suggestions.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
+#include "driver/ArchCatalog.h"
+#include "emit/ClientIo.h"
+#include "emit/ExternalData.h"
+#include "emit/ModelFolder.h"
+#include "emit/OnnxEmitter.h"
+
+#include <gtest/gtest.h>
+
+using namespace archc;
+namespace fs = std::filesystem;
+
+namespace {
+/// Compiles a bundled family for ONNX (the default pipeline).
+test::Compiled compileBundled(const std::string &arch,
+                              const std::string &config) {
+  Options opts;
+  opts.input = std::string(ARCHC_SOURCE_DIR) + "/archs/" + arch + ".arch";
+  opts.config = std::string(ARCHC_SOURCE_DIR) + "/archs/configs/" + config;
+  opts.emit = EmitTarget::Onnx;
+  test::Compiled r;
+  r.c = std::make_unique<Compilation>();
+  r.c->diags->setCapture(true);
+  std::ostringstream ir;
+  r.ok = compileModule(opts, *r.c, ir);
+  return r;
+}
+
+onnx::GraphProto graphWith(const std::vector<std::string> &inputs,
+                           const std::vector<std::string> &outputs) {
+  onnx::GraphProto g;
+  onnx::NodeProto *n = g.add_node();
+  n->set_op_type("Identity");
+  for (const std::string &i : inputs) {
+    g.add_input()->set_name(i);
+    n->add_input(i);
+  }
+  for (const std::string &o : outputs) {
+    g.add_output()->set_name(o);
+    n->add_output(o);
+  }
+  return g;
+}
+
+/// Every key of `ours` (recursively) appears in some example at the same
+/// path with the same JSON type; returns the first that does not.
+std::string unknownKey(const nlohmann::json &ours,
+                       const std::vector<nlohmann::json> &examples,
+                       const std::string &path = "") {
+  for (auto it = ours.begin(); it != ours.end(); ++it) {
+    std::string p = path + "/" + it.key();
+    // The examples are vision-language decoders fed embeddings; a text
+    // decoder is fed ids under the sibling key onnxruntime-genai's config
+    // reader accepts beside inputs_embeds (src/config.cpp, decoder inputs).
+    std::string probe = p == "/model/decoder/inputs/input_ids"
+                            ? std::string("/model/decoder/inputs/inputs_embeds")
+                            : p;
+    bool found = false;
+    std::vector<nlohmann::json> sub;
+    for (const nlohmann::json &e : examples) {
+      nlohmann::json::json_pointer ptr(probe);
+      if (!e.contains(ptr))
+        continue;
+      const nlohmann::json &v = e[ptr];
+      bool sameType = v.type() == it->type() ||
+                      (v.is_number() && it->is_number()) ||
+                      (v.is_array() && it->is_number()) || // eos id or list
+                      (v.is_number() && it->is_array());
+      found |= sameType;
+      if (v.is_object())
+        sub.push_back(e);
+    }
+    if (!found)
+      return p;
+    if (it->is_object()) {
+      std::string deeper = unknownKey(*it, examples, p);
+      if (!deeper.empty())
+        return deeper;
+    }
+  }
+  return "";
+}
+} // namespace
+
+TEST(ExternalData, NamesFollowOptimumAndTransformersJs) {
+  EXPECT_EQ(externalDataName("model.onnx", 0), "model.onnx_data");
+  EXPECT_EQ(externalDataName("model_fp16.onnx", 2), "model_fp16.onnx_data_2");
+  EXPECT_TRUE(isExternalDataOf("model.onnx", "model.onnx_data"));
+  EXPECT_TRUE(isExternalDataOf("model.onnx", "model.onnx_data_12"));
+  EXPECT_TRUE(isExternalDataOf("model.onnx", "model.onnx.data")); // old name
+  EXPECT_FALSE(isExternalDataOf("model.onnx", "model.onnx_data_x"));
+  EXPECT_FALSE(isExternalDataOf("model.onnx", "model_fp16.onnx_data"));
+}
+
+TEST(ExternalData, ChunksStayUnderTheLimitAndAlignOffsets) {
+  test::ScratchDir dir;
+  SourceMgr sm;
+  DiagnosticEngine diags(sm);
+  OutputSet set;
+  ASSERT_TRUE(set.begin(dir.path.string(), diags));
+  ExternalDataWriter w(set, "onnx", "model.onnx", 1000, /*layoutOnly=*/false,
+                       nullptr);
+  std::vector<uint8_t> bytes(900, 7);
+  std::string loc;
+  uint64_t off = 0;
+  // 100 + 300 fit in one file (300 at offset 128); 700 more would pass 1000.
+  ASSERT_TRUE(w.place(100, loc, off, diags));
+  EXPECT_EQ(loc, "model.onnx_data");
+  EXPECT_EQ(off, 0u);
+  ASSERT_TRUE(w.write(bytes.data(), 100, diags));
+  ASSERT_TRUE(w.place(300, loc, off, diags));
+  EXPECT_EQ(off, 128u);
+  ASSERT_TRUE(w.write(bytes.data(), 300, diags));
+  ASSERT_TRUE(w.place(700, loc, off, diags));
+  EXPECT_EQ(loc, "model.onnx_data_1");
+  EXPECT_EQ(off, 0u);
+  ASSERT_TRUE(w.write(bytes.data(), 700, diags));
+  // Larger than the limit: a file of its own.
+  std::vector<uint8_t> huge(1500, 1);
+  ASSERT_TRUE(w.place(1500, loc, off, diags));
+  EXPECT_EQ(loc, "model.onnx_data_2");
+  ASSERT_TRUE(w.write(huge.data(), huge.size(), diags));
+  ASSERT_TRUE(w.finish(diags));
+  EXPECT_EQ(w.files().size(), 3u);
+  ASSERT_TRUE(set.publish(diags));
+  EXPECT_EQ(fs::file_size(dir.path / "onnx" / "model.onnx_data"), 428u);
+  EXPECT_EQ(fs::file_size(dir.path / "onnx" / "model.onnx_data_1"), 700u);
+  EXPECT_EQ(fs::file_size(dir.path / "onnx" / "model.onnx_data_2"), 1500u);
+}
+
+TEST(ClientIo, TransformersJsNames) {
+  // Gated DeltaNet: past_conv.{i} / past_recurrent.{i}; key/value unchanged.
+  onnx::GraphProto g =
+      graphWith({"input_ids", "position_ids", "past_key_values.0.conv_state",
+                 "past_key_values.0.recurrent_state", "past_key_values.1.key",
+                 "past_key_values.1.value"},
+                {"logits", "present.0.conv_state", "present.0.recurrent_state",
+                 "present.1.key", "present.1.value"});
+  ClientIo io = transformersJsIo(g, "qwen3_next");
+  ASSERT_TRUE(io.runs) << io.whyNot;
+  EXPECT_FALSE(io.positionIds3d);
+  applyClientIo(g, io);
+  std::vector<std::string> in, out;
+  for (const auto &vi : g.input())
+    in.push_back(vi.name());
+  for (const auto &vi : g.output())
+    out.push_back(vi.name());
+  EXPECT_EQ(
+      in, (std::vector<std::string>{"input_ids", "position_ids", "past_conv.0",
+                                    "past_recurrent.0", "past_key_values.1.key",
+                                    "past_key_values.1.value"}));
+  EXPECT_EQ(out[1], "present_conv.0");
+  EXPECT_EQ(out[2], "present_recurrent.0");
+  EXPECT_EQ(g.node(0).input(2), "past_conv.0"); // uses renamed too
+
+  // Qwen3.5: [3, batch, seq] positions, row 0 feeds the graph.
+  onnx::GraphProto q = graphWith({"input_ids", "position_ids"}, {"logits"});
+  q.mutable_input(1)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->add_dim()
+      ->set_dim_param("batch_size");
+  ClientIo qio = transformersJsIo(q, "qwen3_5_text");
+  ASSERT_TRUE(qio.positionIds3d);
+  applyClientIo(q, qio);
+  EXPECT_EQ(q.input(1).type().tensor_type().shape().dim(0).dim_value(), 3);
+  EXPECT_EQ(q.node(1).op_type(), "Gather");
+  EXPECT_EQ(q.node(2).input(1), "position_ids/text");
+
+  // MLA: the latent and the rope key take the key/value slots.
+  onnx::GraphProto mla =
+      graphWith({"past_key_values.0.compressed_kv", "past_key_values.0.k_pe"},
+                {"present.0.compressed_kv", "present.0.k_pe"});
+  ClientIo mio = transformersJsIo(mla, "deepseek_v3");
+  ASSERT_TRUE(mio.runs);
+  EXPECT_EQ(mio.rename.at("past_key_values.0.compressed_kv"),
+            "past_key_values.0.key");
+  EXPECT_EQ(mio.rename.at("present.0.k_pe"), "present.0.value");
+
+  // No class, or no cache slots: reported with the reason.
+  ClientIo none = transformersJsIo(mla, "mixtral");
+  EXPECT_FALSE(none.runs);
+  EXPECT_NE(none.whyNot.find("no causal-LM class for model_type 'mixtral'"),
+            std::string::npos);
+  onnx::GraphProto v4 = graphWith({"past_key_values.0.kv"}, {"present.0.kv"});
+  ClientIo dsv4 = transformersJsIo(v4, "deepseek_v4");
+  EXPECT_FALSE(dsv4.runs);
+  EXPECT_NE(dsv4.whyNot.find("(kv)"), std::string::npos);
+  // Plain key/value graphs are unchanged.
+  onnx::GraphProto kv = graphWith({"past_key_values.0.key"}, {"present.0.key"});
+  EXPECT_FALSE(transformersJsIo(kv, "llama").changesGraph());
+}
+
+TEST(ModelFolder, FileNamesAndLayerTypes) {
+  EXPECT_EQ(folderModelFile(ir::DType::F32), "model.onnx");
+  EXPECT_EQ(folderModelFile(ir::DType::F16), "model_fp16.onnx");
+  EXPECT_EQ(folderModelFile(ir::DType::BF16), "model_bf16.onnx");
+  EXPECT_EQ(folderModelFile(ir::DType::F32, "int4"), "model_q4.onnx");
+  EXPECT_EQ(folderModelFile(ir::DType::F16, "int4"), "model_q4f16.onnx");
+  EXPECT_EQ(folderModelFile(ir::DType::F32, "int8"), "model_int8.onnx");
+
+  test::Compiled next = compileBundled("qwen3_next", "tiny/qwen3_next.json");
+  ASSERT_TRUE(next.ok) << next.diagnostics();
+  EXPECT_EQ(deriveLayerTypes(next.module()),
+            (std::vector<std::string>{"linear_attention", "linear_attention",
+                                      "linear_attention", "full_attention"}));
+  nlohmann::json in = next.c->config->root();
+  nlohmann::json out =
+      outputConfig(in, next.module(), {{"model.onnx", 3}}, nullptr);
+  EXPECT_EQ(out["layer_types"].size(), 4u);
+  EXPECT_EQ(
+      out["transformers.js_config"]["use_external_data_format"]["model.onnx"],
+      3);
+  // Chunk counts of other model files in the folder are kept; a file now
+  // without external data is dropped.
+  nlohmann::json previous = {{"transformers.js_config",
+                              {{"use_external_data_format",
+                                {{"model_fp16.onnx", 2}, {"model.onnx", 9}}}}}};
+  out = outputConfig(in, next.module(), {{"model.onnx", 0}}, &previous);
+  EXPECT_EQ(out["transformers.js_config"]["use_external_data_format"],
+            (nlohmann::json{{"model_fp16.onnx", 2}}));
+
+  // A plain decoder gets no layer_types.
+  test::Compiled llama = compileBundled("llama", "tiny/llama.json");
+  ASSERT_TRUE(llama.ok);
+  EXPECT_FALSE(
+      outputConfig(llama.c->config->root(), llama.module(), {}, nullptr)
+          .contains("layer_types"));
+
+  // Qwen3.5-MoE's text config becomes its composite type's text_config.
+  test::Compiled moe = compileBundled("qwen3_5", "tiny/qwen3_5_moe.json");
+  ASSERT_TRUE(moe.ok) << moe.diagnostics();
+  nlohmann::json moeIn = moe.c->config->root();
+  if (moeIn.value("model_type", "") == "qwen3_5_moe_text") {
+    nlohmann::json wrapped = outputConfig(moeIn, moe.module(), {}, nullptr);
+    EXPECT_EQ(wrapped["model_type"], "qwen3_5_moe");
+    EXPECT_EQ(wrapped["text_config"]["model_type"], "qwen3_5_moe_text");
+    EXPECT_TRUE(wrapped["text_config"].contains("layer_types"));
+    EXPECT_TRUE(wrapped["vision_config"].is_object());
+  }
+}
+
+TEST(GenaiConfig, ModelTypesTheRuntimeAccepts) {
+  EXPECT_EQ(genaiModelType("llama"), "llama");
+  EXPECT_EQ(genaiModelType("qwen3"), "qwen3");
+  EXPECT_EQ(genaiModelType("gpt_oss"), "gptoss");
+  EXPECT_EQ(genaiModelType("gemma3_text"), "gemma3_text");
+  EXPECT_EQ(genaiModelType("gemma3"), "gemma3_text");
+  EXPECT_EQ(genaiModelType("qwen3_5"), "qwen3_5_text");
+  EXPECT_EQ(genaiModelType("phimoe"), "phimoe");
+  for (const char *t : {"gptj", "qwen3_moe", "qwen3_next", "deepseek_v3",
+                        "deepseek_v4", "mixtral", "minimax_m2"})
+    EXPECT_EQ(genaiModelType(t), "decoder") << t;
+}
+
+TEST(GenaiConfig, MatchesOnnxruntimeGenaiExamples) {
+  fs::path dir = ARCHC_GENAI_EXAMPLES;
+  std::vector<nlohmann::json> examples;
+  std::error_code ec;
+  for (const auto &e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") {
+      std::ifstream in(e.path());
+      examples.push_back(nlohmann::json::parse(in));
+    }
+  if (examples.empty())
+    GTEST_SKIP() << "no examples in " << dir;
+  struct Case {
+    const char *arch, *config, *type;
+  } cases[] = {{"qwen2", "tiny/qwen2.json", "qwen2"},
+               {"gpt2", "tiny/gpt2.json", "gpt2"},
+               {"qwen3_5", "tiny/qwen3_5.json", nullptr},
+               {"qwen3_next", "tiny/qwen3_next.json", "decoder"}};
+  for (const Case &c : cases) {
+    test::Compiled r = compileBundled(c.arch, c.config);
+    ASSERT_TRUE(r.ok) << r.diagnostics();
+    nlohmann::json generation = {{"do_sample", true},
+                                 {"temperature", 0.7},
+                                 {"top_k", 20},
+                                 {"eos_token_id", {1, 2}}};
+    nlohmann::ordered_json g = makeGenaiConfig(
+        r.module(), r.c->config->root(), &generation, "onnx/model.onnx", true);
+    nlohmann::json plain = nlohmann::json::parse(g.dump());
+    EXPECT_EQ(unknownKey(plain, examples), "") << c.arch;
+    EXPECT_EQ(plain["model"]["decoder"]["filename"], "onnx/model.onnx");
+    EXPECT_EQ(plain["search"]["do_sample"], true);
+    EXPECT_EQ(plain["search"]["temperature"], 0.7);
+    EXPECT_EQ(plain["search"]["top_k"], 20);
+    EXPECT_EQ(plain["model"]["eos_token_id"], (nlohmann::json{1, 2}));
+    EXPECT_GT(plain["model"]["decoder"]["head_size"].get<int>(), 0);
+    EXPECT_GT(plain["model"]["context_length"].get<int>(), 0);
+    if (c.type)
+      EXPECT_EQ(plain["model"]["type"], c.type);
+    std::string why;
+    EXPECT_TRUE(genaiBindsStates(r.module(), why)) << why;
+  }
+  // The examples' own LLM types map to themselves.
+  EXPECT_EQ(genaiModelType("gpt2"), "gpt2");
+}
+
+TEST(ArchCatalog, ClosestNames) {
+  std::vector<std::string> known = {"LlamaForCausalLM", "MistralForCausalLM",
+                                    "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
+                                    "PhiForCausalLM",   "Phi3ForCausalLM"};
+  EXPECT_EQ(closestNames("LamaForCausalLM", known),
+            (std::vector<std::string>{"LlamaForCausalLM"}));
+  EXPECT_EQ(closestNames("Qwen3MoeForSequenceClassification", known)[0],
+            "Qwen3MoeForCausalLM");
+  EXPECT_EQ(closestNames("qwen3forcausallm", known)[0], "Qwen3ForCausalLM");
+  EXPECT_TRUE(closestNames("FooForCausalLM", known).empty());
+  EXPECT_LE(closestNames("Phi4ForCausalLM", known).size(), 3u);
+}
