@@ -144,8 +144,9 @@ bool exprUses(const ast::Expr &e, const std::string &name) {
 /// Finds the expressions through which a loop variable can influence the IR
 /// of a layer: the maximal pure scalar expressions (literals, the variable,
 /// names not assigned in the body, operators, indexing, members and pure
-/// built-in functions) that mention it. Layers whose key expressions have
-/// equal values evaluate to identical bodies.
+/// built-in functions) that mention it, in every branch of the body. Layers
+/// whose key expressions have equal values (a failed evaluation counting as
+/// one more value) evaluate to identical bodies; see Evaluator::execFor.
 class LayerKeyCollector {
 public:
   LayerKeyCollector(const std::string &var,
@@ -867,9 +868,33 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
   ir::Block *savedBlock = block;
   Flow result = Flow::Normal;
   // Layer keys: the values of the pure expressions through which the loop
-  // variable enters the body. Layers with equal keys evaluate to identical
-  // bodies, so each distinct key is evaluated once (a body that never reads
-  // the variable has the empty key: one evaluation for all layers).
+  // variable enters the body (LayerKeyCollector), each evaluated
+  // speculatively for every layer. Layers with equal key tuples evaluate to
+  // identical bodies, so each distinct tuple is evaluated once (a body that
+  // never reads the variable has the empty key: one evaluation for all
+  // layers).
+  //
+  // A key may fail to evaluate (poison): `layer_types[i]` when there is no
+  // layer_types, `compress_ratios[i] == 4` on a config that gives
+  // layer_types instead - the natural `if / else if` chain over optional
+  // config fields. A failure is one more key value, equal only to a
+  // failure, and that is sound:
+  // - A key reads only the loop variable and names the body never assigns,
+  //   so its speculative value is the value it has wherever the body
+  //   evaluates it, a failure included (diagnostics never feed back into
+  //   values).
+  // - Every use of the variable in the body lies inside a key, and the
+  //   evaluation is deterministic in the values it reads. Branch
+  //   conditions are no exception: a condition that mentions the variable
+  //   is a key or is built from keys, one that does not is the same on
+  //   every layer. So two layers with equal key tuples take the same
+  //   branches and compute the same values at every step: identical bodies.
+  // - A failed key that the body does evaluate fails there too and reports
+  //   its error; the loop then stops and nothing is memoised. A memoised
+  //   failure is therefore a key in a branch the layer did not take, and an
+  //   equal tuple makes the other layer skip it as well.
+  // Tensor-valued keys (arithmetic with a tensor from outside the loop) are
+  // not comparable across layers: such a layer is evaluated, not reused.
   LayerKeyCollector keyExprs(s.var.name, s.body);
   struct Memo {
     std::vector<EvalValue> key;
@@ -877,22 +902,31 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
     std::vector<size_t> weightDecls; ///< {i} declarations of that layer
   };
   std::vector<Memo> memos;
+  auto sameKeyValue = [](const EvalValue &a, const EvalValue &b) {
+    if (a.isPoison() || b.isPoison())
+      return a.isPoison() && b.isPoison();
+    return a.equals(b);
+  };
   for (int64_t l = begin; l < end; ++l) {
-    // Compute this layer's key speculatively (no diagnostics kept).
+    // Compute this layer's key speculatively: no diagnostics kept, and any
+    // op a key creates goes to a scratch block that is dropped.
     std::vector<EvalValue> key;
     bool keyed = keyExprs.ok;
     if (keyed) {
       auto probeEnv = std::make_shared<Env>(env);
       probeEnv->define(s.var.name, EvalValue::index("i", l));
       DiagnosticEngine::Checkpoint cp = diags.save();
+      ir::Block scratch;
+      block = &scratch;
       for (const ast::Expr *k : keyExprs.keys) {
         EvalValue v = eval(*k, probeEnv);
-        if (v.isPoison() || v.isTensor()) {
+        if (v.isTensor()) {
           keyed = false;
           break;
         }
         key.push_back(std::move(v));
       }
+      block = savedBlock;
       diags.restore(cp);
     }
     if (keyed) {
@@ -900,7 +934,7 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
       for (const Memo &m : memos) {
         bool same = m.key.size() == key.size();
         for (size_t k = 0; same && k < key.size(); ++k)
-          same = m.key[k].equals(key[k]);
+          same = sameKeyValue(m.key[k], key[k]);
         if (same) {
           hit = &m;
           break;
@@ -913,9 +947,11 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
           declared.emplace(std::make_pair(module.weights[w].pattern, l),
                            module.weights[w].loc);
         }
+        ++stats.layerBodiesReused;
         continue;
       }
     }
+    ++stats.layerBodiesEvaluated;
     std::vector<size_t> layersBefore;
     for (const ir::WeightDecl &w : module.weights)
       layersBefore.push_back(w.layers.size());
