@@ -304,3 +304,67 @@ arch k {
     top.push_back(op->getMnemonic());
   EXPECT_EQ(top, (std::vector<std::string>{"param", "repeat", "return"}));
 }
+
+TEST(Evaluator, PureFunctionCallIsALayerKey) {
+  // A loop in a def calling the per-layer function it is given: `key(i)` is
+  // a pure call, so layers are grouped by its value.
+  ScratchDir d;
+  std::string arch = R"(
+import "std/nn.arch"
+arch k {
+  config { n: int  every: int }
+  def kind(i: int) {
+    if i % every == every - 1 {
+      return "wide"
+    }
+    return "plain"
+  }
+  def run(x: tensor, layers: int, key: function) {
+    for i in 0 .. layers @ "layers.{i}" {
+      if key(i) == "wide" {
+        x = linear(x, 8, 8) @ "wide"
+      } else {
+        x = x * 2.0
+      }
+    }
+    return x
+  }
+  model(x: f32[batch, seq, 8]) -> (y) {
+    y = run(x, n, kind) + run(x, n, fn(i) { return i < 2 ? "wide" : "plain" }) @ "b"
+  }
+})";
+  Evaluated e(d, arch, R"({"n": 6, "every": 3})");
+  ASSERT_TRUE(e.ok) << e.diagnostics();
+  EXPECT_EQ(e.eval->getStats().layerBodiesEvaluated, 4);
+  EXPECT_EQ(e.eval->getStats().layerBodiesReused, 8);
+  EXPECT_EQ(e.module.findWeight("layers.{i}.wide.weight")->layers,
+            (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(e.module.findWeight("b.layers.{i}.wide.weight")->layers,
+            (std::vector<int64_t>{0, 1}));
+}
+
+TEST(Evaluator, ImpureFunctionCallIsNotALayerKey) {
+  // `noisy` declares a weight: it is not probed (that would declare it
+  // outside the layer), so `i` itself is the key and every layer runs.
+  ScratchDir d;
+  std::string arch = R"(
+arch k {
+  config { n: int }
+  def noisy(i: int) {
+    w = param("probe", [1])
+    return i % 2
+  }
+  model(x: f32[batch, seq, 8]) -> (x) {
+    for i in 0 .. n @ "layers.{i}" {
+      x = x * noisy(i)
+    }
+  }
+})";
+  Evaluated e(d, arch, R"({"n": 4})");
+  ASSERT_TRUE(e.ok) << e.diagnostics();
+  EXPECT_EQ(e.eval->getStats().layerBodiesEvaluated, 4);
+  EXPECT_EQ(e.eval->getStats().layerBodiesReused, 0);
+  ASSERT_EQ(e.module.weights.size(), 1u);
+  EXPECT_EQ(e.module.weights[0].pattern, "layers.{i}.probe");
+  EXPECT_EQ(e.module.weights[0].layers, (std::vector<int64_t>{0, 1, 2, 3}));
+}
