@@ -140,7 +140,7 @@ import "std/moe.arch"
 arch k {
   config { h: int  e: int }
   model(x: f32[batch, seq, 8]) -> (x) {
-    x = switch_moe(x, h, e, 2, 16) @ "mlp"
+    x = moe(x, h, e, 16, fn(logits) { return op.route(logits, top_k: 2) }) @ "mlp"
   }
 })";
   auto c = compile(d, arch, R"({"h": 8, "e": 4})");
