@@ -5,12 +5,14 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/Program.h"
 
+#include "frontend/Builtins.h"
 #include "frontend/Parser.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 
 namespace fs = std::filesystem;
@@ -31,7 +33,7 @@ std::vector<BundledArch> listBundledArchs() {
   // `arch NAME matches "A", "B"` (possibly over several lines): a textual
   // scan is enough to choose the file, which is then parsed properly.
   static const std::regex matchesClause(
-      R"re(\barch\s+([A-Za-z_][A-Za-z0-9_]*)\s+matches\s+("[^"]*"(\s*,\s*"[^"]*")*))re");
+      R"re(\barch\s+([A-Za-z_][A-Za-z0-9_]*)(?:\s+extends\s+[A-Za-z_][A-Za-z0-9_]*)?\s+matches\s+("[^"]*"(\s*,\s*"[^"]*")*))re");
   static const std::regex quoted(R"re("([^"]*)")re");
   std::vector<fs::path> files;
   std::error_code ec;
@@ -76,7 +78,120 @@ bool Program::load(const std::string &path,
                    const std::vector<std::string> &includeDirs, SourceMgr &sm,
                    DiagnosticEngine &diags) {
   return loadFile(path, SourceRange(), includeDirs, sm, diags, 0) &&
-         !diags.hasErrors();
+         resolveArchs(diags) && !diags.hasErrors();
+}
+
+namespace {
+/// Sets an arch's effective members from its own and (when it extends one)
+/// its resolved base's.
+void inherit(ast::ArchDecl &a, const ast::ArchDecl *base) {
+  a.allConfig.clear();
+  a.allDefs.clear();
+  std::map<std::string, const ast::ConfigEntry *> ownEntries;
+  for (const ast::ConfigEntry &e : a.config)
+    if (e.kind != ast::ConfigEntry::Kind::Check)
+      ownEntries.emplace(e.name, &e);
+  std::map<std::string, const ast::DefDecl *> ownDefs;
+  for (const auto &d : a.defs)
+    ownDefs.emplace(d->name, d.get());
+  std::set<const void *> placed;
+  if (base) {
+    // A redeclared field or let takes the base entry's place.
+    for (const ast::ConfigEntry *e : base->allConfig) {
+      auto it = e->kind == ast::ConfigEntry::Kind::Check
+                    ? ownEntries.end()
+                    : ownEntries.find(e->name);
+      if (it == ownEntries.end()) {
+        a.allConfig.push_back(e);
+        continue;
+      }
+      a.allConfig.push_back(it->second);
+      placed.insert(it->second);
+    }
+    for (const ast::DefDecl *d : base->allDefs) {
+      auto it = ownDefs.find(d->name);
+      a.allDefs.push_back(it == ownDefs.end() ? d : it->second);
+      if (it != ownDefs.end())
+        placed.insert(it->second);
+    }
+  }
+  for (const ast::ConfigEntry &e : a.config)
+    if (!placed.count(&e))
+      a.allConfig.push_back(&e);
+  for (const auto &d : a.defs)
+    if (!placed.count(d.get()))
+      a.allDefs.push_back(d.get());
+  a.effectiveModel = a.model ? a.model.get()
+                     : base  ? base->effectiveModel
+                             : nullptr;
+}
+} // namespace
+
+bool Program::resolveArchs(DiagnosticEngine &diags) {
+  std::map<std::string, ast::ArchDecl *> byName;
+  bool ok = true;
+  for (auto &f : files)
+    for (auto &a : f->archs) {
+      auto [it, inserted] = byName.emplace(a->name, a.get());
+      if (!inserted) {
+        diags.error(a->nameRange, "redefinition of arch '{}'", a->name)
+            .notes.push_back(
+                {it->second->nameRange, "previous definition is here"});
+        ok = false;
+      }
+    }
+  if (!ok)
+    return false;
+  // Depth-first over `extends`, so a base is resolved before its children;
+  // `chain` holds the archs being resolved, to report a cycle.
+  std::map<const ast::ArchDecl *, bool> done;
+  std::vector<const ast::ArchDecl *> chain;
+  std::function<bool(ast::ArchDecl &)> resolve = [&](ast::ArchDecl &a) {
+    if (done.count(&a))
+      return done[&a];
+    if (std::find(chain.begin(), chain.end(), &a) != chain.end()) {
+      std::string path;
+      for (auto it = std::find(chain.begin(), chain.end(), &a);
+           it != chain.end(); ++it)
+        path += (*it)->name + " -> ";
+      diags.error(a.baseRange, "arch '{}' extends itself: {}{}", a.name, path,
+                  a.name);
+      return false;
+    }
+    const ast::ArchDecl *base = nullptr;
+    if (!a.base.empty()) {
+      auto it = byName.find(a.base);
+      if (it == byName.end()) {
+        std::vector<std::string> names;
+        for (auto &[n, d] : byName)
+          names.push_back(n);
+        Diagnostic &d =
+            diags.error(a.baseRange, "unknown base arch '{}'", a.base);
+        if (auto s = suggestName(a.base, names))
+          d.notes.push_back({a.baseRange, "did you mean '" + *s + "'?"});
+        d.notes.push_back(
+            {SourceRange(), "import the file that declares it, e.g. import \"" +
+                                a.base + ".arch\""});
+        done[&a] = false;
+        return false;
+      }
+      chain.push_back(&a);
+      bool baseOk = resolve(*it->second);
+      chain.pop_back();
+      if (!baseOk) {
+        done[&a] = false;
+        return false;
+      }
+      base = it->second;
+    }
+    inherit(a, base);
+    done[&a] = true;
+    return true;
+  };
+  for (auto &f : files)
+    for (auto &a : f->archs)
+      ok &= resolve(*a);
+  return ok;
 }
 
 bool Program::loadFile(const std::string &path, SourceRange importedAt,

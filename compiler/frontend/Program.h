@@ -46,6 +46,9 @@ private:
   std::vector<std::unique_ptr<ast::File>> files;
   std::map<std::string, const ast::DefDecl *> defs;
   std::set<std::string> loadedCanonical;
+  /// Resolves `extends` across every loaded file: each arch's effective
+  /// members (ast::ArchDecl::allConfig, allDefs, effectiveModel).
+  bool resolveArchs(DiagnosticEngine &diags);
   bool loadFile(const std::string &path, SourceRange importedAt,
                 const std::vector<std::string> &includeDirs, SourceMgr &sm,
                 DiagnosticEngine &diags, unsigned depth);

@@ -62,43 +62,48 @@ public:
   SemaChecker(const Program &p, DiagnosticEngine &d) : program(p), diags(d) {}
 
   void checkArch(const ast::ArchDecl &arch) {
-    // Arch scope: config names and arch defs.
-    archScope.parent = &globalScope;
+    // Duplicates among this arch's own members (a base's are overridden,
+    // not duplicated).
     std::map<std::string, SourceRange> seen;
     for (const ast::ConfigEntry &e : arch.config) {
       if (e.kind == ast::ConfigEntry::Kind::Check)
         continue;
       auto [it, inserted] = seen.emplace(e.name, e.nameRange);
-      if (!inserted) {
+      if (!inserted)
         diags.error(e.nameRange, "duplicate config field '{}'", e.name)
             .notes.push_back({it->second, "previous declaration is here"});
-        continue;
-      }
-      archScope.names.insert(e.name);
     }
-    std::map<std::string, const ast::DefDecl *> archDefs;
+    std::map<std::string, const ast::DefDecl *> ownDefs;
     for (const auto &def : arch.defs) {
-      auto [it, inserted] = archDefs.emplace(def->name, def.get());
+      auto [it, inserted] = ownDefs.emplace(def->name, def.get());
       if (!inserted)
         diags.error(def->nameRange, "redefinition of '{}'", def->name)
             .notes.push_back(
                 {it->second->nameRange, "previous definition is here"});
+    }
+    // Arch scope: the effective config names and arch defs (inherited ones
+    // included), each checked in this arch's scope.
+    archScope.parent = &globalScope;
+    for (const ast::ConfigEntry *e : arch.allConfig)
+      if (e->kind != ast::ConfigEntry::Kind::Check)
+        archScope.names.insert(e->name);
+    for (const ast::DefDecl *def : arch.allDefs) {
       archScope.names.insert(def->name);
-      localDefs[def->name] = def.get();
+      localDefs[def->name] = def;
     }
-    for (const ast::ConfigEntry &e : arch.config) {
-      if (e.type)
-        checkType(*e.type);
-      if (e.value)
-        checkExpr(*e.value, archScope);
+    for (const ast::ConfigEntry *e : arch.allConfig) {
+      if (e->type)
+        checkType(*e->type);
+      if (e->value)
+        checkExpr(*e->value, archScope);
     }
-    for (const auto &def : arch.defs)
+    for (const ast::DefDecl *def : arch.allDefs)
       checkDef(*def, archScope);
-    if (!arch.model) {
+    if (!arch.effectiveModel) {
       diags.error(arch.nameRange, "arch '{}' has no model", arch.name);
       return;
     }
-    checkModel(*arch.model);
+    checkModel(*arch.effectiveModel);
   }
 
   void checkTopLevel() {

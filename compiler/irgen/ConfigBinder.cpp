@@ -145,18 +145,19 @@ public:
          DiagnosticEngine &diags)
       : arch(arch), cfg(cfg), eval(eval), diags(diags),
         env(std::make_shared<Env>()) {
-    for (const ast::ConfigEntry &e : arch.config)
-      if (e.kind != ast::ConfigEntry::Kind::Check)
-        entries[e.name] = &e;
+    for (const ast::ConfigEntry *e : arch.allConfig)
+      if (e->kind != ast::ConfigEntry::Kind::Check)
+        entries[e->name] = e;
   }
 
   std::shared_ptr<Env> run() {
-    for (const ast::ConfigEntry &e : arch.config)
-      if (e.kind != ast::ConfigEntry::Kind::Check)
-        resolve(e.name);
+    for (const ast::ConfigEntry *e : arch.allConfig)
+      if (e->kind != ast::ConfigEntry::Kind::Check)
+        resolve(e->name);
     if (diags.getNumErrors() != errorsAtStart)
       return nullptr;
-    for (const ast::ConfigEntry &e : arch.config) {
+    for (const ast::ConfigEntry *entry : arch.allConfig) {
+      const ast::ConfigEntry &e = *entry;
       if (e.kind != ast::ConfigEntry::Kind::Check)
         continue;
       EvalValue v = eval.eval(*e.value, env);

@@ -415,11 +415,11 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
 bool Evaluator::buildModel(const ast::ArchDecl &a,
                            std::shared_ptr<Env> configEnv) {
   arch = &a;
-  for (const auto &def : a.defs)
-    archDefs[def->name] = def.get();
+  for (const ast::DefDecl *def : a.allDefs)
+    archDefs[def->name] = def;
   archEnvForDefs = configEnv;
   unsigned before = diags.getNumErrors();
-  const ast::ModelDecl &model = *a.model;
+  const ast::ModelDecl &model = *a.effectiveModel;
   ir::Graph &g = module.graph;
   auto env = std::make_shared<Env>(configEnv);
   for (const ast::ModelInput &in : model.inputs) {
