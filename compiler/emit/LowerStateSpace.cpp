@@ -7,8 +7,9 @@
 //       (A is [C, N], so every channel and state element has its own decay:
 //       no chunked shortcut without a [chunk, chunk, C, N] tensor).
 //   ssd_scan: the chunked state-space-duality form. The tokens are padded
-//       to whole chunks of q = min(S, chunk) (padding has dt = 0: no decay,
-//       no update) and an ONNX Scan runs over the chunks; per chunk, with
+//       to whole chunks of q = min(S, chunk, kOnnxChunk) (padding has dt = 0:
+//       no decay, no update) and an ONNX Scan runs over the chunks; per
+//       chunk, with
 //       cum the running sum of dt A within the chunk,
 //         y_i = sum_{j <= i} exp(cum_i - cum_j) (C_i . B_j) dt_j x_j
 //               + exp(cum_i) C_i . h
@@ -23,6 +24,7 @@
 
 #include "ir/OpRules.h"
 
+#include <algorithm>
 #include <climits>
 #include <limits>
 
@@ -30,6 +32,12 @@ namespace archc {
 
 namespace {
 constexpr int32_t kF32 = onnx::TensorProto_DataType_FLOAT;
+/// The longest SSD chunk the ONNX graph uses. The result is exact for any
+/// chunk length; the intra-chunk work per token grows with it and the
+/// per-chunk Scan overhead shrinks: on ONNX Runtime's CPU provider 32-64
+/// tokens are fastest, 256 (the usual chunk_size, tuned for GPU kernels)
+/// is 2.6x slower (bench/ssm_scaling.js, docs/performance.md).
+constexpr int64_t kOnnxChunk = 64;
 
 void addTensorIO(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> *io,
                  const std::string &name) {
@@ -111,7 +119,7 @@ bool OnnxLowering::lowerStateSpace(const ir::Op &op) {
     const ir::TensorType &bt = op.getOperand(3)->type;
     int64_t groups = constDim(bt.dims[2]), n = constDim(bt.dims[3]);
     int64_t r = heads / groups;
-    int64_t chunk = op.attr<int64_t>("chunk");
+    int64_t chunk = std::min(op.attr<int64_t>("chunk"), kOnnxChunk);
     // Chunk length q = min(S, chunk), chunks nc = ceil(S / q), padding.
     std::string seq =
         b.node("Slice", {b.node("Shape", {x}), b.i64({1}), b.i64({2})});
