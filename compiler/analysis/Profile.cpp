@@ -179,7 +179,7 @@ ModelFacts computeModelFacts(const ir::Module &m) {
               std::llround(1.0 / keyDensity(inner->getOperand(0))));
           f.states.push_back(s);
         }
-        if (inner->getFamily() == ir::OpFamily::Recurrent) {
+        if (ir::opSchema(inner->getKind()).stateType) {
           ir::TensorType t;
           if (ir::recurrentStateType(*inner, t)) {
             StateFacts s;
@@ -188,9 +188,7 @@ ModelFacts computeModelFacts(const ir::Module &m) {
             s.elementsPerSequence = 1;
             for (size_t i = 1; i < t.rank(); ++i)
               s.elementsPerSequence *= t.dims[i].getConstant().value_or(0);
-            if (t.dtype == ir::DType::F32 &&
-                (inner->getKind() == OpKind::DeltaRule ||
-                 inner->getKind() == OpKind::Compress))
+            if (ir::opSchema(inner->getKind()).stateInFloat32)
               s.bits = 32;
             f.states.push_back(s);
           }

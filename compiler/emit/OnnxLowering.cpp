@@ -237,6 +237,8 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
     return op.getKind() == OpKind::CausalConv ? lowerCausalConv(op)
            : op.getKind() == OpKind::Compress ? lowerCompress(op)
                                               : lowerDeltaRule(op);
+  case ir::OpFamily::StateSpace:
+    return lowerStateSpace(op);
   case ir::OpFamily::Route:
     return lowerRoute(op);
   case ir::OpFamily::Experts:

@@ -6,7 +6,7 @@
 // and expert dispatch are decomposed. Weights become initializers named by
 // their checkpoint names (through WeightPlan). Per op family, the lowering
 // lives in LowerMath.cpp, LowerReduce.cpp, LowerAttention.cpp,
-// LowerMla.cpp, LowerRecurrent.cpp and LowerMoe.cpp.
+// LowerMla.cpp, LowerRecurrent.cpp, LowerStateSpace.cpp and LowerMoe.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_EMIT_ONNXLOWERING_H
@@ -108,6 +108,9 @@ private:
   /// The padding mask of the op's new tokens as [B, S, 1] in the activation
   /// type (1 = real token), or "" when the op reads no mask.
   std::string newTokenMask(const ir::Op &op, const std::string &x);
+
+  // LowerStateSpace.cpp.
+  bool lowerStateSpace(const ir::Op &op);
 
   // LowerMoe.cpp.
   bool lowerRoute(const ir::Op &op);

@@ -48,6 +48,7 @@ enum class OpFamily {
   Attention,
   Cache,
   Recurrent,
+  StateSpace,
   Route,
   Experts,
   Control

@@ -1349,6 +1349,20 @@ EvalValue Evaluator::evalIndex(const ast::IndexExpr &e,
     }
     return base.getList()[static_cast<size_t>(i)];
   }
+  if (base.getKind() == EvalValue::Kind::String && idx.isInt()) {
+    // One character, as a string (Nemotron-H's hybrid_override_pattern).
+    const std::string &s = base.getString();
+    int64_t n = static_cast<int64_t>(s.size());
+    int64_t i = idx.getInt() < 0 ? idx.getInt() + n : idx.getInt();
+    if (i < 0 || i >= n) {
+      error(e.index->getRange(),
+            fmt::format("index {} is out of range for a string of {} "
+                        "characters",
+                        idx.getInt(), n));
+      return EvalValue::poison();
+    }
+    return EvalValue::string(s.substr(static_cast<size_t>(i), 1));
+  }
   if (base.getKind() == EvalValue::Kind::Dict) {
     if (idx.getKind() != EvalValue::Kind::String) {
       error(e.index->getRange(), "dict keys are strings");
