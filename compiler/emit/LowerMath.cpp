@@ -1,6 +1,7 @@
 //===- LowerMath.cpp - ONNX lowering of elementwise, norm, matmul, shape --===//
 //
-// This file lowers elementwise ops (GELU and SiLU decomposed), softmax,
+// This file lowers elementwise ops (GELU and SiLU decomposed; greater and
+// where in float32), softmax,
 // RMSNorm (decomposed, computed in float32) and LayerNorm
 // (LayerNormalization), matmul (Gemm with transB for [out, in] weights, so
 // initializers keep the checkpoint layout), gather, and the shape ops.
@@ -13,6 +14,13 @@
 namespace archc {
 
 using ir::OpKind;
+
+std::string OnnxLowering::asFloat32(const ir::Op &op, size_t i) {
+  const ir::Value *v = op.getOperand(i);
+  return v->type.dtype == ir::DType::F32
+             ? in(v)
+             : castTo(in(v), onnx::TensorProto_DataType_FLOAT);
+}
 
 bool OnnxLowering::lowerElementwise(const ir::Op &op) {
   const ir::Value *r = op.getResult();
@@ -49,6 +57,16 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
     return true;
   }
   switch (op.getKind()) {
+  case OpKind::Greater:
+    // Compared in float32: CPU kernels lack half precision, and a rank-0
+    // constant of another element type joins there.
+    def(r, b.node("Greater", {asFloat32(op, 0), asFloat32(op, 1)}));
+    return true;
+  case OpKind::Where:
+    // Selected in float32 likewise, then cast to the result's element type.
+    def(r, narrowTo(b.node("Where", {x(0), asFloat32(op, 1), asFloat32(op, 2)}),
+                    r->type.dtype));
+    return true;
   case OpKind::Rsqrt:
     def(r, b.node("Reciprocal", {b.node("Sqrt", {x(0)})}));
     return true;

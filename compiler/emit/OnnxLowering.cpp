@@ -214,6 +214,7 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
   }
   switch (op.getFamily()) {
   case ir::OpFamily::Binary:
+  case ir::OpFamily::Select:
   case ir::OpFamily::Unary:
   case ir::OpFamily::Softmax:
     return lowerElementwise(op);

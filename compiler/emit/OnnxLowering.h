@@ -77,6 +77,8 @@ private:
   std::string actScalar(double v) { return b.scalar(v, act); }
 
   // LowerMath.cpp.
+  /// Operand i of `op` as float32 (cast unless it is already).
+  std::string asFloat32(const ir::Op &op, size_t i);
   bool lowerElementwise(const ir::Op &op);
   bool lowerNorm(const ir::Op &op);
   bool lowerMatMul(const ir::Op &op);

@@ -37,6 +37,7 @@ enum class OpKind {
 enum class OpFamily {
   Leaf,
   Binary,
+  Select,
   Unary,
   Softmax,
   Norm,
