@@ -14,10 +14,13 @@
 //              mask, optional sinks, softmax in float32. Extra keys/values
 //              (compressed entries) get their own scores, masked causally
 //              (no window) and by the extra mask, and join the softmax.
+//              ALiBi adds slope x key position (positions counted over the
+//              padding mask, optionally rounded to bfloat16) to the scores.
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
 
+#include "emit/AlibiSlopes.h"
 #include "emit/RopeTables.h"
 
 #include <cfloat>
@@ -251,6 +254,55 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
   return allowed;
 }
 
+std::string OnnxLowering::alibiBias(const ir::Op &attn, const std::string &keys,
+                                    int64_t kvHeads, int64_t groups) {
+  double scale = *attn.optAttr<double>("alibi");
+  const bool *roundBf16 = attn.optAttr<bool>("alibi_bf16");
+  bool bf16 = roundBf16 && *roundBf16;
+  const ir::Value *mask = attn.operand("mask");
+  std::string padding = mask ? in(mask) : "";
+  std::string key = "alibi/" + padding + "/" + std::to_string(kvHeads) + "/" +
+                    std::to_string(groups) + "/" + std::to_string(scale) +
+                    (bf16 ? "/bf16" : "");
+  auto it = maskCache.find(key);
+  if (it != maskCache.end())
+    return it->second;
+  // Key positions [B, T]: a key's index among its row's real tokens
+  // ((cumsum(mask) - 1) * mask, as Hugging Face's build_alibi_tensor), or
+  // 0 .. T - 1 without a padding mask ([1, T]).
+  std::string positions;
+  if (mask) {
+    std::string counted = b.node(
+        "Sub", {b.node("CumSum", {padding, b.i64Scalar(1)}), b.i64Scalar(1)});
+    positions = b.node("Mul", {counted, padding});
+  } else {
+    std::string total =
+        b.node("Gather", {b.node("Shape", {keys}), b.i64Scalar(2)},
+               {OnnxAttr::integer("axis", 0)});
+    positions = b.node(
+        "Unsqueeze",
+        {b.node("Range", {b.i64Scalar(0), total, b.i64Scalar(1)}), b.i64({0})});
+  }
+  positions = b.node(
+      "Unsqueeze",
+      {b.node("Cast", {positions},
+              {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)}),
+       b.i64({1, 2, 3})}); // [B, 1, 1, 1, T]
+  // Query head h = kv head * groups + g, as the scores are grouped.
+  std::string slopes =
+      b.f32(alibiSlopes(kvHeads * groups, bf16), {1, kvHeads, groups, 1, 1});
+  std::string bias = b.node("Mul", {slopes, positions});
+  if (bf16)
+    bias = b.node("Cast",
+                  {b.node("Cast", {bias},
+                          {OnnxAttr::integer(
+                              "to", onnx::TensorProto_DataType_BFLOAT16)})},
+                  {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)});
+  bias = b.node("Mul", {bias, b.f32Scalar(static_cast<float>(scale))});
+  maskCache[key] = bias;
+  return bias;
+}
+
 bool OnnxLowering::lowerAttention(const ir::Op &op) {
   const ir::TensorType &qt = op.getOperand(0)->type;
   const ir::TensorType &kt = op.getOperand(1)->type;
@@ -284,6 +336,9 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
     std::string c = b.f32Scalar(static_cast<float>(*softcap));
     scores = b.node("Mul", {b.node("Tanh", {b.node("Div", {scores, c})}), c});
   }
+  if (op.hasAttr("alibi"))
+    scores = b.node("Add", {scores, alibiBias(op, storageOf(op.getOperand(1)),
+                                              hk, groups)});
   std::string allowed =
       allowedMask(op, q, storageOf(op.getOperand(1)), 2, window ? *window : 0);
   scores = b.node("Where", {allowed, scores, b.f32Scalar(-FLT_MAX)});

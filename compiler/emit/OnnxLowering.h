@@ -97,6 +97,10 @@ private:
   std::string allowedMask(const ir::Op &attn, const std::string &q,
                           const std::string &keys, int64_t keysAxis,
                           int64_t window);
+  /// The ALiBi bias [B or 1, Hkv, G, 1, T] (float32) of an attention op
+  /// with `alibi`: slope times key position, scaled.
+  std::string alibiBias(const ir::Op &attn, const std::string &keys,
+                        int64_t kvHeads, int64_t groups);
 
   // LowerMla.cpp.
   bool lowerMlaAttention(const ir::Op &op);

@@ -4,7 +4,8 @@
 // family. Layouts: q [batch, seq, heads, d], k/v [batch, keys, kv_heads, d];
 // the attention output is [batch, seq, heads, dv]; optional extra keys and
 // values (at the same key positions, causal but not windowed, filtered by
-// an extra mask) join the same softmax. `mla_attention` reads a
+// an extra mask) join the same softmax; ALiBi biases the scores by head
+// and key position. `mla_attention` reads a
 // latent [batch, keys, c] and a shared rope key [batch, keys, dr] and
 // expands per-head keys/values with kv_weight [heads * (dn + dv), c]. A
 // `cache` op is the
@@ -81,6 +82,20 @@ bool inferRope(Op &op, DiagnosticEngine &d) {
     return false;
   }
   op.getResult()->type = x;
+  return true;
+}
+
+bool verifyAttention(const Op &op, DiagnosticEngine &d) {
+  if (op.hasAttr("alibi_bf16") && !op.hasAttr("alibi")) {
+    reportOpError(d, op, "alibi_bf16 rounds the ALiBi bias: it needs alibi");
+    return false;
+  }
+  if (op.hasAttr("alibi") && op.hasOperand("extra_k")) {
+    reportOpError(d, op,
+                  "alibi with extra keys is not supported (the extra "
+                  "keys have no ALiBi positions)");
+    return false;
+  }
   return true;
 }
 
@@ -372,7 +387,8 @@ OpCost attentionCost(const Op &op, const CostContext &ctx) {
   c.matmulFlops = 2 * c.macs;
   double scores = b * h * keys;
   bool softcap = op.hasAttr("softcap");
-  double perScore = 2 /*scale, mask*/ + 5 /*softmax*/ + (softcap ? 3 : 0);
+  double perScore = 2 /*scale, mask*/ + 5 /*softmax*/ + (softcap ? 3 : 0) +
+                    (op.hasAttr("alibi") ? 1 : 0) /*bias*/;
   c.flops = c.matmulFlops + scores * perScore;
   c.transcendentals = scores * (softcap ? 2 : 1);
   ctx.read(op.getOperand(0), c);
@@ -468,7 +484,8 @@ void addAttentionSchemas(SchemaList &out) {
                     "the s queries are the last s of the key positions. "
                     "Optional extra keys and values (at the same key "
                     "positions, causal but not windowed, filtered by an "
-                    "extra mask) join the same softmax.")
+                    "extra mask) join the same softmax. ALiBi adds a bias "
+                    "per head and key position.")
           .language()
           .operand("q", "[batch, seq, heads, dk]")
           .operand("k", "[batch, keys, kv_heads, dk]")
@@ -483,6 +500,13 @@ void addAttentionSchemas(SchemaList &out) {
           .optAttr("softcap", AttrType::Float,
                    "scores become softcap * tanh(scores / softcap)")
           .above(0)
+          .optAttr("alibi", AttrType::Float,
+                   "ALiBi: adds alibi * m_h * p_j to the scaled scores, m_h "
+                   "the ALiBi slope of query head h, p_j the position of key "
+                   "j among its row's real tokens (from the padding mask)")
+          .optAttr("alibi_bf16", AttrType::Bool,
+                   "round the slopes and m_h * p_j to bfloat16 (Hugging "
+                   "Face's build_alibi_tensor)")
           .optOperand("sinks", "[heads]: one extra logit per head that joins "
                                "the softmax and takes no value")
           .optOperand("extra_k", "[batch, keys, kv_heads, dk]", "extra_v")
@@ -494,6 +518,7 @@ void addAttentionSchemas(SchemaList &out) {
           .passOperand("mask", "int64 [batch, keys] padding mask "
                                "(attention-mask, kv-cache passes)")
           .result("result", "[batch, seq, heads, dv]")
+          .verify(verifyAttention)
           .infer(inferAttentionOp)
           .cost(attentionCost)
           .costHandlesDensity()
