@@ -10,12 +10,13 @@
 //              result is the present state.
 //   attention: GQA without repeating K/V (queries grouped per KV head),
 //              scaled scores, optional soft-capping, a boolean mask from
-//              absolute positions (causal, sliding window) and the padding
-//              mask, optional sinks, softmax in float32. Extra keys/values
-//              (compressed entries) get their own scores, masked causally
-//              (no window) and by the extra mask, and join the softmax.
-//              ALiBi adds slope x key position (positions counted over the
-//              padding mask, optionally rounded to bfloat16) to the scores.
+//              absolute positions (causal, sliding window, chunks counted
+//              from the first real token) and the padding mask, optional sinks,
+//              softmax in float32. Extra keys/values (compressed entries) get
+//              their own scores, masked causally (no window) and by the extra
+//              mask, and join the softmax. ALiBi adds slope x key position
+//              (positions counted over the padding mask, optionally rounded to
+//              bfloat16) to the scores.
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
@@ -202,21 +203,19 @@ std::string OnnxLowering::storageOf(const ir::Value *v) {
 
 std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
                                       const std::string &keys, int64_t keysAxis,
-                                      int64_t window) {
+                                      int64_t window, int64_t chunk) {
   bool causal = attn.attr<bool>("causal");
   const ir::Value *mask = attn.operand("mask");
   bool masked = mask != nullptr;
   std::string padding = masked ? in(mask) : "";
-  std::string key = std::to_string(causal) + "/" + std::to_string(window) +
-                    "/" + padding + "/" + q;
   // Masks depend on lengths only, which every layer shares: key by the
   // query/key length sources rather than the tensors.
-  std::string lengthKey =
-      std::to_string(causal) + "/" + std::to_string(window) + "/" + padding;
+  std::string lengthKey = std::to_string(causal) + "/" +
+                          std::to_string(window) + "/" + std::to_string(chunk) +
+                          "/" + padding;
   auto it = maskCache.find(lengthKey);
   if (it != maskCache.end())
     return it->second;
-  (void)key;
   // Lengths: total keys T (from the padding mask, or the key state) and
   // queries S; query j sits at absolute index T - S + j.
   std::string total =
@@ -239,6 +238,28 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
     std::string inWindow =
         b.node("Greater", {kRow, b.node("Sub", {qCol, b.i64Scalar(window)})});
     allowed = allowed.empty() ? inWindow : b.node("And", {allowed, inWindow});
+  }
+  if (chunk > 0) {
+    // Same chunk: (index - left padding) / chunk equal for query and key
+    // (Hugging Face's chunked mask); padding keys are masked anyway.
+    std::string c = b.i64Scalar(chunk);
+    std::string sameChunk;
+    if (masked) {
+      std::string lead = b.node(
+          "ArgMax",
+          {b.node("Cast", {padding},
+                  {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)})},
+          {OnnxAttr::integer("axis", 1), OnnxAttr::integer("keepdims", 1)});
+      std::string lead3 = b.node("Unsqueeze", {lead, b.i64({2})}); // [B,1,1]
+      std::string kc = b.node("Div", {b.node("Sub", {kRow, lead3}), c});
+      std::string qc = b.node("Div", {b.node("Sub", {qCol, lead3}), c});
+      sameChunk = b.node("Unsqueeze", {b.node("Equal", {kc, qc}),
+                                       b.i64({1, 2})}); // [B, 1, 1, S, T]
+    } else {
+      sameChunk =
+          b.node("Equal", {b.node("Div", {kRow, c}), b.node("Div", {qCol, c})});
+    }
+    allowed = allowed.empty() ? sameChunk : b.node("And", {allowed, sameChunk});
   }
   if (masked) {
     std::string pad = b.node(
@@ -339,8 +360,9 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
   if (op.hasAttr("alibi"))
     scores = b.node("Add", {scores, alibiBias(op, storageOf(op.getOperand(1)),
                                               hk, groups)});
-  std::string allowed =
-      allowedMask(op, q, storageOf(op.getOperand(1)), 2, window ? *window : 0);
+  const int64_t *chunk = op.optAttr<int64_t>("chunk");
+  std::string allowed = allowedMask(op, q, storageOf(op.getOperand(1)), 2,
+                                    window ? *window : 0, chunk ? *chunk : 0);
   scores = b.node("Where", {allowed, scores, b.f32Scalar(-FLT_MAX)});
   // Extra keys at the same positions (compressed entries): causal and
   // padding masks without the window, and the op's extra mask.

@@ -85,9 +85,9 @@ TEST(OpSchema, SignaturesDeriveFromTheSchemas) {
   EXPECT_EQ(names,
             (std::vector<std::string>{
                 "q:tensor!", "k:tensor!", "v:tensor!", "causal:bool",
-                "window:int?", "scale:float?", "softcap:float?", "alibi:float?",
-                "alibi_bf16:bool?", "sinks:tensor?", "extra_k:tensor?",
-                "extra_v:tensor?", "extra_mask:tensor?"}));
+                "window:int?", "chunk:int?", "scale:float?", "softcap:float?",
+                "alibi:float?", "alibi_bf16:bool?", "sinks:tensor?",
+                "extra_k:tensor?", "extra_v:tensor?", "extra_mask:tensor?"}));
 }
 
 /// An op with `n` operand-less results, for accessor tests.
