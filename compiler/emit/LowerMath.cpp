@@ -9,7 +9,10 @@
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
 
+#include "ir/OpRules.h"
+
 #include <cmath>
+#include <optional>
 
 namespace archc {
 
@@ -35,7 +38,8 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
       {OpKind::Exp, "Exp"},           {OpKind::Log, "Log"},
       {OpKind::Sqrt, "Sqrt"},         {OpKind::Tanh, "Tanh"},
       {OpKind::Sigmoid, "Sigmoid"},   {OpKind::Relu, "Relu"},
-      {OpKind::Softplus, "Softplus"}, {OpKind::Abs, "Abs"}};
+      {OpKind::Softplus, "Softplus"}, {OpKind::Abs, "Abs"},
+      {OpKind::Floor, "Floor"}};
   if (auto it = direct.find(op.getKind()); it != direct.end()) {
     std::vector<std::string> ins;
     for (size_t i = 0; i < op.getNumOperands(); ++i) {
@@ -252,6 +256,13 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
       return fail(op, "a reshape inside an expert body may keep the token "
                       "dims (the input's [batch, seq] at the same positions) "
                       "and infer at most one other symbolic dim");
+    // A target with an empty dim needs real sizes (with allowzero, a 0
+    // is an empty dim, not a copy of the input's).
+    bool emptyDim = false;
+    for (const ir::SymExpr &dim : dims)
+      emptyDim |= dim.getConstant() == std::optional<int64_t>(0);
+    if (emptyDim)
+      allConst = false;
     // A computed shape holds real sizes (0 means an empty dim there).
     std::string shape = allConst ? b.i64(consts) : shapeTensor(dims);
     if (shape.empty())
@@ -268,21 +279,49 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
             {OnnxAttr::list("perm", op.attr<std::vector<int64_t>>("perm"))}));
     return true;
   case OpKind::Split: {
+    // Empty parts are empty slices at their offset; the others come from
+    // one Split (or are x itself when only one part is non-empty).
     const auto &sizes = op.attr<std::vector<int64_t>>("sizes");
-    auto outs = b.nodeN("Split", {x, b.i64(sizes)},
-                        {OnnxAttr::integer("axis", op.attr<int64_t>("axis"))},
-                        sizes.size());
-    for (size_t i = 0; i < outs.size(); ++i)
-      def(op.getResult(i), outs[i]);
+    int64_t axis = op.attr<int64_t>("axis");
+    std::vector<int64_t> nonEmpty;
+    for (int64_t s : sizes)
+      if (s > 0)
+        nonEmpty.push_back(s);
+    std::vector<std::string> outs;
+    if (nonEmpty.size() > 1)
+      outs = b.nodeN("Split", {x, b.i64(nonEmpty)},
+                     {OnnxAttr::integer("axis", axis)}, nonEmpty.size());
+    else if (nonEmpty.size() == 1)
+      outs = {x};
+    size_t next = 0;
+    int64_t offset = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] > 0)
+        def(op.getResult(i), outs[next++]);
+      else
+        def(op.getResult(i), b.node("Slice", {x, b.i64({offset}),
+                                              b.i64({offset}), b.i64({axis})}));
+      offset += sizes[i];
+    }
     return true;
   }
   case OpKind::Concat: {
+    // Operands empty along the axis add nothing; when every operand is
+    // empty the result is the first of them.
+    size_t axis = 0;
+    ir::normalizeAxis(op.attr<int64_t>("axis"), xt.rank(), axis);
     std::vector<std::string> ins;
     for (const ir::Value *v : op.operands)
-      ins.push_back(in(v));
-    def(op.getResult(),
-        b.node("Concat", ins,
-               {OnnxAttr::integer("axis", op.attr<int64_t>("axis"))}));
+      if (v->type.dims[axis].getConstant() != std::optional<int64_t>(0))
+        ins.push_back(in(v));
+    if (ins.empty())
+      def(op.getResult(), x);
+    else if (ins.size() == 1)
+      def(op.getResult(), ins[0]);
+    else
+      def(op.getResult(),
+          b.node("Concat", ins,
+                 {OnnxAttr::integer("axis", op.attr<int64_t>("axis"))}));
     return true;
   }
   case OpKind::ExpertSlice:

@@ -95,10 +95,15 @@ private:
   std::string storageOf(const ir::Value *v);
   /// The boolean mask of allowed (query, key) pairs, broadcastable to
   /// [B, Hkv, G, S, T]; `keys` with its sequence axis gives T when the op
-  /// reads no padding mask.
+  /// reads no padding mask. A window keeps the last `window` keys, a chunk
+  /// the keys of the query's chunk (positions from the first real token).
   std::string allowedMask(const ir::Op &attn, const std::string &q,
                           const std::string &keys, int64_t keysAxis,
-                          int64_t window);
+                          int64_t window, int64_t chunk = 0);
+  /// The ALiBi bias [B or 1, Hkv, G, 1, T] (float32) of an attention op
+  /// with `alibi`: slope times key position, scaled.
+  std::string alibiBias(const ir::Op &attn, const std::string &keys,
+                        int64_t kvHeads, int64_t groups);
 
   // LowerMla.cpp.
   bool lowerMlaAttention(const ir::Op &op);

@@ -1385,9 +1385,16 @@ EvalValue Evaluator::evalIndex(const ast::IndexExpr &e,
 
 EvalValue Evaluator::stackedExpertSlice(ir::Value *stacked, SourceRange range) {
   // `w[e]` in an expert body: w must be a checkpoint weight holding every
-  // expert along its first axis.
+  // expert along its first axis, or a reshape of one to [experts, ...]
+  // (DBRX stores its experts as [experts * I, D]).
   const ir::Op *def = stacked->getDefiningOp();
-  const ir::TensorType &t = stacked->type;
+  std::vector<ir::SymExpr> dims = stacked->type.dims;
+  if (def && def->getKind() == ir::OpKind::Reshape) {
+    // The reshape's type is inferred later; its target dims are known.
+    dims = def->attr<std::vector<ir::SymExpr>>("shape");
+    def = def->getOperand(0)->getDefiningOp();
+  }
+  ir::TensorType t(stacked->type.dtype, dims);
   if (!def || def->getKind() != ir::OpKind::Param || t.rank() < 2 ||
       t.dims[0] != ir::SymExpr(expertCount)) {
     error(range, fmt::format("only a weight stacking all {} experts along its "
@@ -1398,7 +1405,7 @@ EvalValue Evaluator::stackedExpertSlice(ir::Value *stacked, SourceRange range) {
   }
   const std::string &pattern = def->attr<std::string>("name");
   for (size_t idx : weightIndex[pattern])
-    if (module.weights[idx].type == t)
+    if (module.weights[idx].type == def->getResult()->type)
       module.weights[idx].stackedExperts = true;
   ir::Op *op = createOp(ir::OpKind::ExpertSlice, {stacked}, range);
   return EvalValue::tensor(op->getResult());
@@ -1480,8 +1487,11 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
   if (a.isPoison() || b.isPoison())
     return EvalValue::poison();
   const char *sp = ast::spelling(op);
-  // Equality works for every compile-time value.
+  // Equality works for every compile-time value; a tensor compared with
+  // none tests whether an optional tensor argument was given.
   if (op == B::Eq || op == B::Ne) {
+    if ((a.isTensor() && b.isNone()) || (a.isNone() && b.isTensor()))
+      return EvalValue::boolean(op == B::Ne);
     if (a.isTensor() || b.isTensor()) {
       error(range, fmt::format("'{}' compares compile-time values, not "
                                "tensors",

@@ -3,9 +3,9 @@
 // This file defines the elementwise ops: binary ops with numpy
 // broadcasting (add, sub, mul, div, pow, maximum, minimum), the comparison
 // greater (a bool result) and where (choice by a bool condition), unary ops
-// (neg, exp, ..., clamp, cast) and softmax along one axis. Their cost is a
-// fixed number of FLOPs per output element (transcendentals counted apart
-// as well), every operand read and the result written.
+// (neg, exp, ..., floor, clamp, cast) and softmax along one axis. Their cost
+// is a fixed number of FLOPs per output element (transcendentals counted
+// apart as well), every operand read and the result written.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
@@ -215,6 +215,8 @@ void addElementwiseSchemas(SchemaList &out) {
   addUnary(out, OpKind::Relu, "max(x, 0)", perElementCost<1, 0>);
   addUnary(out, OpKind::Softplus, "log(1 + e^x)", perElementCost<3, 2>);
   addUnary(out, OpKind::Abs, "|x|", perElementCost<1, 0>);
+  addUnary(out, OpKind::Floor, "the largest integer <= x",
+           perElementCost<1, 0>);
   out.push_back(SchemaBuilder(OpKind::Gelu, "GELU, exact (erf) or the tanh "
                                             "approximation")
                     .language()
