@@ -6,6 +6,7 @@
 #include "frontend/Program.h"
 
 #include "frontend/Builtins.h"
+#include "frontend/BundledSnapshot.h"
 #include "frontend/Parser.h"
 
 #include <algorithm>
@@ -77,7 +78,10 @@ std::string findBundledArch(const std::string &architecture,
 bool Program::load(const std::string &path,
                    const std::vector<std::string> &includeDirs, SourceMgr &sm,
                    DiagnosticEngine &diags) {
-  return loadFile(path, SourceRange(), includeDirs, sm, diags, 0) &&
+  std::error_code ec;
+  std::string canonical = fs::weakly_canonical(path, ec).string();
+  loadedCanonical.insert(canonical);
+  return loadFile(path, canonical, SourceRange(), includeDirs, sm, diags, 0) &&
          resolveArchs(diags) && !diags.hasErrors();
 }
 
@@ -194,13 +198,48 @@ bool Program::resolveArchs(DiagnosticEngine &diags) {
   return ok;
 }
 
-bool Program::loadFile(const std::string &path, SourceRange importedAt,
+std::unique_ptr<ast::File>
+Program::restoreOrParse(const std::string &canonicalPath, uint32_t fileId,
+                        SourceMgr &sm, DiagnosticEngine &diags) {
+  const AstSnapshot *snapshot =
+      astSnapshotSet ? astSnapshot : bundledAstSnapshot();
+  const char *why = "no AST snapshot";
+  if (snapshot) {
+    if (bundledDirPrefix.empty()) {
+      std::error_code ec;
+      bundledDirPrefix =
+          fs::weakly_canonical(bundledArchsDir(), ec).string() + "/";
+    }
+    if (canonicalPath.compare(0, bundledDirPrefix.size(), bundledDirPrefix) !=
+        0) {
+      why = "not a bundled file";
+    } else {
+      AstSnapshot::Miss miss;
+      std::string_view relative(canonicalPath);
+      relative.remove_prefix(bundledDirPrefix.size());
+      if (auto file =
+              snapshot->find(relative, sm.getText(fileId), fileId, &miss)) {
+        if (astSnapshotTrace)
+          *astSnapshotTrace << "archc: ast-snapshot: " << sm.getName(fileId)
+                            << ": from the snapshot\n";
+        return file;
+      }
+      why = miss == AstSnapshot::Miss::TextDiffers ? "text differs from the "
+                                                     "snapshot's"
+            : miss == AstSnapshot::Miss::NoEntry   ? "not in the snapshot"
+                                                   : "corrupt snapshot entry";
+    }
+  }
+  if (astSnapshotTrace)
+    *astSnapshotTrace << "archc: ast-snapshot: " << sm.getName(fileId)
+                      << ": parsed (" << why << ")\n";
+  return parseArchFile(fileId, sm, diags);
+}
+
+bool Program::loadFile(const std::string &path,
+                       const std::string &canonicalPath, SourceRange importedAt,
                        const std::vector<std::string> &includeDirs,
                        SourceMgr &sm, DiagnosticEngine &diags, unsigned depth) {
-  if (depth == 0) {
-    std::error_code e2;
-    loadedCanonical.insert(fs::weakly_canonical(path, e2).string());
-  }
   if (depth > 32) {
     diags.error(importedAt, "imports nested too deeply (more than 32 levels)");
     return false;
@@ -219,7 +258,7 @@ bool Program::loadFile(const std::string &path, SourceRange importedAt,
       diags.error(SourceRange(), "cannot read '{}': {}", path, err);
     return false;
   }
-  auto file = parseArchFile(id, sm, diags);
+  auto file = restoreOrParse(canonicalPath, id, sm, diags);
   if (!file)
     return false;
   ast::File *f = file.get();
@@ -263,7 +302,8 @@ bool Program::loadFile(const std::string &path, SourceRange importedAt,
     }
     if (!loadedCanonical.insert(canonical).second)
       continue; // already loaded (or an import cycle)
-    ok &= loadFile(found, imp.range, includeDirs, sm, diags, depth + 1);
+    ok &= loadFile(found, canonical, imp.range, includeDirs, sm, diags,
+                   depth + 1);
   }
   return ok;
 }
