@@ -198,25 +198,40 @@ bool Program::resolveArchs(DiagnosticEngine &diags) {
   return ok;
 }
 
+namespace {
+const char *describe(AstSnapshot::Miss miss) {
+  switch (miss) {
+  case AstSnapshot::Miss::NoEntry:
+    return "not in the snapshot";
+  case AstSnapshot::Miss::TextDiffers:
+    return "text differs from the snapshot's";
+  case AstSnapshot::Miss::CorruptEntry:
+    return "corrupt snapshot entry";
+  }
+  return "?";
+}
+} // namespace
+
 std::unique_ptr<ast::File>
 Program::restoreOrParse(const std::string &canonicalPath, uint32_t fileId,
                         SourceMgr &sm, DiagnosticEngine &diags) {
-  const AstSnapshot *snapshot =
-      astSnapshotSet ? astSnapshot : bundledAstSnapshot();
   const char *why = "no AST snapshot";
-  if (snapshot) {
+  if (!astSnapshotSet || astSnapshot) {
     if (bundledDirPrefix.empty()) {
       std::error_code ec;
       bundledDirPrefix =
           fs::weakly_canonical(bundledArchsDir(), ec).string() + "/";
     }
-    if (canonicalPath.compare(0, bundledDirPrefix.size(), bundledDirPrefix) !=
-        0) {
+    std::string_view relative(canonicalPath);
+    // The snapshot is read only once a bundled file is loaded.
+    const AstSnapshot *snapshot = nullptr;
+    if (relative.starts_with(bundledDirPrefix))
+      snapshot = astSnapshotSet ? astSnapshot : bundledAstSnapshot();
+    else
       why = "not a bundled file";
-    } else {
-      AstSnapshot::Miss miss;
-      std::string_view relative(canonicalPath);
+    if (snapshot) {
       relative.remove_prefix(bundledDirPrefix.size());
+      AstSnapshot::Miss miss;
       if (auto file =
               snapshot->find(relative, sm.getText(fileId), fileId, &miss)) {
         if (astSnapshotTrace)
@@ -224,10 +239,7 @@ Program::restoreOrParse(const std::string &canonicalPath, uint32_t fileId,
                             << ": from the snapshot\n";
         return file;
       }
-      why = miss == AstSnapshot::Miss::TextDiffers ? "text differs from the "
-                                                     "snapshot's"
-            : miss == AstSnapshot::Miss::NoEntry   ? "not in the snapshot"
-                                                   : "corrupt snapshot entry";
+      why = describe(miss);
     }
   }
   if (astSnapshotTrace)
