@@ -12,12 +12,16 @@
 
 #include <cstdio>
 
+#include <sys/stat.h>
+
 namespace archc {
 
 namespace {
 
 constexpr std::string_view kMagic = "ARCHCAST";
 constexpr size_t kHeaderSize = 8 + 4 * 4 + 8 + 8;
+/// A snapshot larger than this is not read (the bundled one is ~100 KiB).
+constexpr long long kMaxSnapshotBytes = 256ll << 20;
 
 void putU32(std::string &out, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -156,10 +160,20 @@ std::unique_ptr<AstSnapshot> AstSnapshot::open(const std::string &path,
     error = "cannot open";
     return nullptr;
   }
-  std::string data;
-  char buf[1 << 16];
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size > kMaxSnapshotBytes) {
+    std::fclose(f);
+    error = "not a regular file of at most 256 MiB";
+    return nullptr;
+  }
+  // One read of the whole file, then whatever it grew by meanwhile.
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  data.resize(std::fread(data.data(), 1, data.size(), f));
+  char buf[1 << 14];
   size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+  while (data.size() <= kMaxSnapshotBytes &&
+         (n = std::fread(buf, 1, sizeof(buf), f)) > 0)
     data.append(buf, n);
   bool readError = std::ferror(f);
   std::fclose(f);
