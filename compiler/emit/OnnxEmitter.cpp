@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxEmitter.h"
 
+#include "emit/OnnxContribSchemas.h"
 #include "emit/OnnxLowering.h"
 #include "emit/Safetensors.h"
 #include "support/AtomicFile.h"
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -122,10 +124,23 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   graph->set_name(m.name);
 
   WeightPlan plan(source, source == WeightSource::Checkpoint ? &ckpt : nullptr,
-                  opts.seed);
-  OnnxLowering lowering(m, *graph, plan, diags);
+                  opts.seed, opts.checkpointQuant);
+  // Stacked expert weights the model reads as [in, out] matrices (how
+  // MXFP4 blocks, stored [out, in], map onto them).
+  std::set<std::string> inOut;
+  for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(m))
+    if (u.slice && u.inOut)
+      inOut.insert(u.param->attr<std::string>("name"));
+  plan.setInOutWeights(std::move(inOut));
+  OnnxLowering lowering(m, *graph, plan, diags, opts.quant);
   if (!lowering.run())
     return false;
+  if (lowering.usesContribOps()) {
+    registerContribSchemas();
+    auto *contrib = model.add_opset_import();
+    contrib->set_domain(kContribDomain);
+    contrib->set_version(kContribOpset);
+  }
   if (!plan.validate(diags, opts.weights))
     return false;
 
@@ -174,8 +189,10 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
         tt->mutable_shape()->add_dim()->set_dim_value(d);
     }
     textOut << "<ir_version: " << model.ir_version()
-            << ", opset_import: [\"\" : " << kOnnxOpset
-            << "], producer_name: \"archc\">\n";
+            << ", opset_import: [\"\" : " << kOnnxOpset;
+    if (lowering.usesContribOps())
+      textOut << ", \"" << kContribDomain << "\" : " << kContribOpset;
+    textOut << "], producer_name: \"archc\">\n";
     textOut << printed << "\n";
     return true;
   }

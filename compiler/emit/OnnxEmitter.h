@@ -10,6 +10,7 @@
 #define ARCHC_EMIT_ONNXEMITTER_H
 
 #include "ir/IR.h"
+#include "ir/WeightQuant.h"
 #include "support/Diagnostics.h"
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,10 @@ struct OnnxEmitOptions {
   bool genaiConfig = true;
   bool kvCache = true;
   bool text = false;
+  /// --quant: Linear weights block-quantized (MatMulNBits).
+  ir::QuantOptions quant;
+  /// The checkpoint's own quantization (config.json quantization_config).
+  ir::CheckpointQuant checkpointQuant;
   /// config.json (for genai_config.json: token ids, context length, type).
   const nlohmann::json *config = nullptr;
 };
