@@ -265,7 +265,8 @@ public:
       d = d->getOperand(0)->getDefiningOp();
     if (!d || d->getKind() != OpKind::Param)
       return bits.weightBits;
-    auto it = bits.storage->byPattern.find(d->attr<std::string>("name"));
+    auto it = bits.storage->byPattern.find(
+        ir::weightKey(d->attr<std::string>("name"), d->getResult()->type));
     if (it == bits.storage->byPattern.end())
       return bits.weightBits;
     const ir::WeightStorage::Forms &f = it->second;

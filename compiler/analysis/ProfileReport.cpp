@@ -210,14 +210,14 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
   if (req.checkpointBytes) {
     for (const ir::WeightDecl &w : m.weights) {
       ir::WeightStorage::Forms f;
-      auto it = req.checkpointBytes->find(w.pattern);
+      auto it = req.checkpointBytes->find(ir::weightKey(w.pattern, w.type));
       f.bytes = it != req.checkpointBytes->end() ? it->second : 0;
       double elements =
           static_cast<double>(w.type.numElements().getConstant().value_or(0)) *
           static_cast<double>(w.count());
       f.floatBits = elements > 0 ? f.bytes * 8 / elements : 0;
       storage.totalBytes += f.bytes;
-      storage.byPattern[w.pattern] = f;
+      storage.byPattern[ir::weightKey(w.pattern, w.type)] = f;
     }
     storageNote = "checkpoint bytes (" + req.checkpointFormat + ")";
   } else {

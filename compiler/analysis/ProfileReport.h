@@ -33,7 +33,7 @@ struct ProfileRequest {
   /// --quant: weights counted as the ONNX writer stores them.
   ir::QuantOptions quant;
   /// -emit=profile --weights: bytes each weight declaration occupies in the
-  /// checkpoint (pattern -> bytes), and a description of its format.
+  /// checkpoint (ir::weightKey -> bytes), and a description of its format.
   const std::map<std::string, double> *checkpointBytes = nullptr;
   std::string checkpointFormat;
 };

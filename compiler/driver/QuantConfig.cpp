@@ -131,7 +131,7 @@ bool checkpointBytes(const ir::Module &m, const std::string &path,
                             inOut.count(w.pattern) > 0))
           bytes += static_cast<double>(t->storedBytes());
       }
-    bytesByPattern[w.pattern] = bytes;
+    bytesByPattern[ir::weightKey(w.pattern, w.type)] = bytes;
   }
   return binder.report(diags, path);
 }

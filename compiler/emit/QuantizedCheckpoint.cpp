@@ -73,9 +73,18 @@ const StTensor *CheckpointBinder::sidecar(const std::string &name) {
   return s;
 }
 
+void CheckpointBinder::consumeSidecars(const std::string &name) {
+  for (const std::string &s : {name + "_scale_inv", dotScaleName(name)})
+    if (!s.empty() && ckpt.find(s))
+      consumed.insert(s);
+}
+
 const StoredTensor *
 CheckpointBinder::bindFp8(const std::string &name, const StTensor &w,
                           const std::vector<int64_t> &shape) {
+  // A weight that fails to bind takes its sidecars along (they are not
+  // reported again as unused).
+  consumeSidecars(name);
   if (quant.method != ir::CheckpointQuant::Method::FP8) {
     badQuant.push_back(
         fmt::format("{}: stored as F8_E4M3 but config.json declares no fp8 "
@@ -120,6 +129,7 @@ CheckpointBinder::bindFp8(const std::string &name, const StTensor &w,
 const StoredTensor *
 CheckpointBinder::bindFp4(const std::string &name, const StTensor &w,
                           const std::vector<int64_t> &shape) {
+  consumeSidecars(name);
   if (!quant.fp4Experts) {
     badQuant.push_back(fmt::format(
         "{}: stored as packed {} {} for a float weight {}, but config.json "

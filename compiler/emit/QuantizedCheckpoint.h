@@ -94,6 +94,8 @@ private:
   /// The scale sidecar of `name` (`name_scale_inv`, or `X.scale` for
   /// `X.weight`); null after recording a problem.
   const StTensor *sidecar(const std::string &name);
+  /// Marks the possible sidecars of `name` as read.
+  void consumeSidecars(const std::string &name);
 };
 
 /// `[a, b, c]`

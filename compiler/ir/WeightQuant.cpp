@@ -16,6 +16,10 @@
 
 namespace archc::ir {
 
+std::string weightKey(const std::string &pattern, const TensorType &type) {
+  return pattern + " " + type.str();
+}
+
 std::string quantFileTag(const QuantOptions &q, DType activations) {
   if (!q.enabled())
     return "";
@@ -30,7 +34,7 @@ std::string quantFileTag(const QuantOptions &q, DType activations) {
 std::string CheckpointQuant::describe() const {
   switch (method) {
   case Method::None:
-    return "none";
+    return "no quantization_config";
   case Method::FP8: {
     std::string s = fmt::format("fp8 (e4m3, {}x{} blocks{})", blockRows,
                                 blockCols, ue8m0 ? ", ue8m0 scales" : "");
@@ -97,15 +101,19 @@ const Op *paramOf(const Value *v, const Op **slice) {
   return d && d->getKind() == OpKind::Param ? d : nullptr;
 }
 
-/// The declaration a param op names: its pattern, or (expanded IR) the
-/// pattern that instantiates to it.
-const WeightDecl *declOf(const Module &m, const std::string &name) {
-  if (const WeightDecl *w = m.findWeight(name))
-    return w;
+/// The declaration of a param op: its pattern (or, in the expanded IR, the
+/// pattern that instantiates to its name) and its type.
+const WeightDecl *declOf(const Module &m, const Op &param) {
+  const std::string &name = param.attr<std::string>("name");
+  const TensorType &type = param.getResult()->type;
   for (const WeightDecl &w : m.weights)
-    for (int64_t l : w.layers)
-      if (instantiatePattern(w.pattern, l, -1) == name)
-        return &w;
+    if (w.type == type && w.pattern == name)
+      return &w;
+  for (const WeightDecl &w : m.weights)
+    if (w.type == type)
+      for (int64_t l : w.layers)
+        if (instantiatePattern(w.pattern, l, -1) == name)
+          return &w;
   return nullptr;
 }
 
@@ -135,6 +143,8 @@ std::vector<LinearWeightUse> findLinearWeightUses(const Module &m) {
     u.experts = u.slice ? constDim(stored.dims[0]) : 1;
     if (u.rows <= 1 || u.cols <= 0 || u.experts <= 0)
       return;
+    if (const WeightDecl *d = declOf(m, *u.param); d && d->pinnedDType)
+      return;
     out.push_back(u);
   });
   return out;
@@ -148,8 +158,11 @@ std::vector<const Op *> findEmbeddingGathers(const Module &m) {
     const Op *d = op.getOperand(0)->getDefiningOp();
     const TensorType &t = op.getOperand(0)->type;
     if (d && d->getKind() == OpKind::Param && t.rank() == 2 &&
-        t.dtype == m.activationDType && isFloat(t.dtype))
-      out.push_back(&op);
+        t.dtype == m.activationDType && isFloat(t.dtype)) {
+      const WeightDecl *w = declOf(m, *d);
+      if (!w || !w->pinnedDType)
+        out.push_back(&op);
+    }
   });
   return out;
 }
@@ -175,7 +188,7 @@ WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q) {
   };
   if (q.enabled()) {
     for (const LinearWeightUse &u : findLinearWeightUses(m)) {
-      const WeightDecl *w = declOf(m, u.param->attr<std::string>("name"));
+      const WeightDecl *w = declOf(m, *u.param);
       if (!w)
         continue;
       quantized[w] = layoutFor(u.rows, u.cols, u.experts);
@@ -185,7 +198,7 @@ WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q) {
     if (q.embeddings)
       for (const Op *g : findEmbeddingGathers(m)) {
         const Op *p = g->getOperand(0)->getDefiningOp();
-        const WeightDecl *w = declOf(m, p->attr<std::string>("name"));
+        const WeightDecl *w = declOf(m, *p);
         if (!w)
           continue;
         const TensorType &t = g->getOperand(0)->type;
@@ -206,7 +219,7 @@ WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q) {
         continue;
       if (op.getKind() == OpKind::ExpertSlice && quantParams.count(d))
         continue; // read by the quantized matmuls of the expert body
-      if (const WeightDecl *w = declOf(m, d->attr<std::string>("name")))
+      if (const WeightDecl *w = declOf(m, *d))
         floatRead.insert(w);
     }
   });
@@ -227,7 +240,7 @@ WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q) {
       f.bytes += bytes * instances;
     }
     s.totalBytes += f.bytes;
-    s.byPattern[w.pattern] = f;
+    s.byPattern[weightKey(w.pattern, w.type)] = f;
   }
   return s;
 }

@@ -122,12 +122,17 @@ struct WeightStorage {
     double quantBits = 0; ///< 0 = no quantized form
     double bytes = 0;     ///< over all instances (layers, experts)
   };
+  /// Keyed by weightKey(pattern, type): one pattern may declare tensors
+  /// of several shapes (e.g. per layer kind).
   std::map<std::string, Forms> byPattern;
   /// Matmul / gather ops that read the quantized form.
   std::set<const Op *> quantizedReaders;
   double totalBytes = 0;
 };
 WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q);
+
+/// The key of a weight declaration (pattern and type).
+std::string weightKey(const std::string &pattern, const TensorType &type);
 
 } // namespace archc::ir
 

@@ -14,7 +14,7 @@
 //   logits is at least C.
 // Usage: check_quant.js --archc BIN --arch FILE.arch --config CONFIG.json
 //        --weights PATH --work DIR [--expected FILE] [--hf FILE --min-corr C]
-//        [--opts "--quant=int4 ..."]
+//        [--opts "--quant=int4 ..."] [--rel-tol T (default 1e-4)] [--name N]
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -81,11 +81,16 @@ async function main() {
     const r = await dec.step(rows, rows.map(() => ones(S)), rows.map(() => range(0, S)), dec.emptyState(B));
     const corr = range(0, B * S).map((p) => pearson(r.logits, p * V, ref.data, p * V, V)).sort((x, y) => x - y);
     const median = corr[Math.floor(corr.length / 2)];
-    const min = Number(args['min-corr']);
-    const ok = median >= min;
-    console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} logits vs Hugging Face: median per-position correlation ` +
-                `${median.toFixed(6)} (min ${corr[0].toFixed(6)}, need median >= ${min})`);
-    if (!ok) failures.push('correlation with HF');
+    if (args['min-corr'] !== undefined) {
+      const min = Number(args['min-corr']);
+      const ok = median >= min;
+      console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} logits vs Hugging Face: median per-position correlation ` +
+                  `${median.toFixed(6)} (min ${corr[0].toFixed(6)}, need median >= ${min})`);
+      if (!ok) failures.push('correlation with HF');
+    } else {
+      console.log(`     ${name} logits vs Hugging Face (not checked): median per-position correlation ` +
+                  `${median.toFixed(6)} (min ${corr[0].toFixed(6)})`);
+    }
   }
 
   if (args.expected) {
@@ -95,7 +100,8 @@ async function main() {
     const [B, S] = ids.shape, V = ref.shape[2];
     let maxRef = 0;
     for (const v of ref.data) maxRef = Math.max(maxRef, Math.abs(v));
-    const tol = 1e-4 * Math.max(1, maxRef);
+    const relTol = Number(args['rel-tol'] || 1e-4);
+    const tol = relTol * Math.max(1, maxRef);
     const rows = range(0, B).map((b) => range(0, S).map((s) => Number(ids.data[b * S + s])));
     const check = (label, diff) => {
       const ok = diff <= tol;
@@ -119,8 +125,21 @@ async function main() {
       last = 0;
     }
     const want = range(s0, s0 + steps).map((i) => Number(gIds.data[i]));
-    const same = tokens.every((t, i) => t === want[i]);
-    console.log(`${same ? 'ok  ' : 'FAIL'} ${name} (b) greedy ids: got [${tokens}] want [${want}]`);
+    // Where the expected top-1/top-2 gap is within twice the tolerance (half
+    // precision), a greedy token may flip; such steps end the comparison.
+    let same = true, compared = 0;
+    for (let j = 0; j < steps; j++) {
+      let top1 = -Infinity, top2 = -Infinity;
+      for (let v = 0; v < V; v++) {
+        const x = gLogits.data[j * V + v];
+        if (x > top1) { top2 = top1; top1 = x; } else if (x > top2) top2 = x;
+      }
+      if (relTol > 1e-4 && top1 - top2 <= 2 * tol) break;
+      compared++;
+      if (tokens[j] !== want[j]) { same = false; break; }
+    }
+    console.log(`${same ? 'ok  ' : 'FAIL'} ${name} (b) greedy ids: got [${tokens}] want [${want}]` +
+                (compared < steps ? ` (first ${compared} compared: later expected gaps <= 2 tol)` : ''));
     if (!same) failures.push('(b) greedy ids');
     check('(b) greedy step logits', stepDiff);
 

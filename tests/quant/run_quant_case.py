@@ -2,7 +2,7 @@
 """Checks archc's quantized ONNX (--quant) for one case, independently of archc's quantization code.
 
   run_quant_case.py --archc BIN --arch FILE.arch --family F --node NODE --case DIR --work DIR
-                    --opts "--quant=int4 ..." [--l2 LO,HI] [--min-corr C]
+                    --opts="--quant=int4 ..." [--l2 LO,HI] [--min-corr C | --hf] [--rel-tol T]
 
 DIR holds config.json and model.safetensors (a shared fixture, or a checkpoint in a released quantized format built
 by make_quantized_checkpoint.py) and expected.safetensors (its inputs; Hugging Face's logits for a shared fixture).
@@ -62,8 +62,10 @@ def logical_weights(path, cfg, family):
             w = qf.mxfp4_decode(arr, t[base + "_scales"][1])      # [E, out, in]
             out[base] = w.transpose(0, 2, 1) if in_out(family, base) else w
         elif dt == "F8_E4M3":
-            scale = t.get(name + "_scale_inv") or t.get(name[:-7] + ".scale")
-            out[name] = qf.fp8_block_decode(arr, scale[1], block)
+            sdt, scale = t.get(name + "_scale_inv") or t.get(name[:-7] + ".scale")
+            if sdt != "F8_E8M0":
+                scale = qf.to_float(sdt, scale)
+            out[name] = qf.fp8_block_decode(arr, scale, block)
         elif dt == "I8" and name[:-7] + ".scale" in t:
             out[name] = qf.fp4_decode(arr, t[name[:-7] + ".scale"][1], arr.shape[1] * 2)
         else:
@@ -113,6 +115,8 @@ def main():
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--l2", default="0.02,0.2")
     ap.add_argument("--min-corr")
+    ap.add_argument("--hf", action="store_true", help="report the correlation with Hugging Face's logits")
+    ap.add_argument("--rel-tol", default="1e-4")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(a.case, "expected.safetensors")):
         print(f"SKIP: case {a.case} not found")
@@ -188,9 +192,11 @@ def main():
     cmd = [a.node, os.path.join(HERE, "..", "ort", "check_quant.js"), "--archc", a.archc, "--arch", a.arch,
            "--config", os.path.join(a.case, "config.json"), "--weights", os.path.join(a.case, "model.safetensors"),
            "--work", os.path.join(a.work, "ort"), "--expected", os.path.join(out, "expected.safetensors"),
-           "--opts", a.opts, "--name", name]
+           "--opts", a.opts, "--name", name, "--rel-tol", a.rel_tol]
+    if a.min_corr or a.hf:
+        cmd += ["--hf", os.path.join(a.case, "expected.safetensors")]
     if a.min_corr:
-        cmd += ["--hf", os.path.join(a.case, "expected.safetensors"), "--min-corr", a.min_corr]
+        cmd += ["--min-corr", a.min_corr]
     rc = subprocess.run(cmd).returncode
     return 1 if bad or rc else 0
 
