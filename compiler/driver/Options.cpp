@@ -78,8 +78,10 @@ Quantization (-emit=onnx; -emit=profile counts the same bytes):
   --quant-asymmetric   unsigned codes with a zero point per block
   --quant-embeddings   also the embedding table (GatherBlockQuantized); a
                        tied table is quantized once for gather and head
-  --quant-accuracy=<n> MatMulNBits accuracy_level 0 (default: A in float)
-                       .. 4 (A quantized to int8 at run time)
+  --quant-accuracy=<n> MatMulNBits accuracy_level: 0 (default: weight-only,
+                       activations stay float) .. 4 (ONNX Runtime may quantize
+                       activations to int8 at run time: faster on CPU, where
+                       8-bit weights have no fast float kernel)
 )";
 
 bool splitList(const std::string &s, std::vector<std::string> &out) {

@@ -10,13 +10,28 @@
 
 #include "emit/FloatConvert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 namespace archc {
 
-float decodeE4M3(uint8_t b) {
+namespace {
+/// Every e4m3fn byte's value, computed once.
+struct E4M3Table {
+  float v[256];
+  E4M3Table();
+};
+const E4M3Table &e4m3Table() {
+  static const E4M3Table t;
+  return t;
+}
+} // namespace
+
+float decodeE4M3(uint8_t b) { return e4m3Table().v[b]; }
+
+static float computeE4M3(uint8_t b) {
   int sign = b >> 7, exp = (b >> 3) & 0xF, man = b & 0x7;
   float v;
   if (exp == 0xF && man == 0x7)
@@ -26,6 +41,11 @@ float decodeE4M3(uint8_t b) {
   else
     v = std::ldexp(1.0f + static_cast<float>(man) / 8.0f, exp - 7);
   return sign ? -v : v;
+}
+
+E4M3Table::E4M3Table() {
+  for (int b = 0; b < 256; ++b)
+    v[b] = computeE4M3(static_cast<uint8_t>(b));
 }
 
 float decodeE2M1(uint8_t nibble) {
@@ -120,12 +140,22 @@ public:
       : w(w), wf(wf), s(s), sf(sf), br(br), bc(bc), cols(w.shape[1]),
         scaleCols(s.shape[1]) {}
   void read(uint64_t start, uint64_t count, float *out) override {
-    for (uint64_t i = 0; i < count; ++i) {
-      uint64_t e = start + i;
+    const float *table = e4m3Table().v;
+    // Runs of one block row segment share a scale.
+    uint64_t e = start, end = start + count;
+    while (e < end) {
       int64_t r = static_cast<int64_t>(e / cols),
               c = static_cast<int64_t>(e % cols);
-      uint64_t si = static_cast<uint64_t>((r / br) * scaleCols + c / bc);
-      out[i] = decodeE4M3(w.data[e]) * loadScale(s, si, error);
+      int64_t segEnd = std::min<int64_t>((c / bc + 1) * bc, cols);
+      uint64_t n =
+          std::min<uint64_t>(static_cast<uint64_t>(segEnd - c), end - e);
+      float scale = loadScale(
+          s, static_cast<uint64_t>((r / br) * scaleCols + c / bc), error);
+      const uint8_t *codes = w.data + e;
+      float *o = out + (e - start);
+      for (uint64_t i = 0; i < n; ++i)
+        o[i] = table[codes[i]] * scale;
+      e += n;
     }
     bytesRead += count;
   }

@@ -29,7 +29,10 @@ struct QuantOptions {
   int64_t block = 32;      ///< inputs per block (power of two, 16..256)
   bool symmetric = true;   ///< false: uint codes with a zero point per block
   bool embeddings = false; ///< also the embedding table (GatherBlockQuantized)
-  int accuracyLevel = 0;   ///< MatMulNBits accuracy_level (0 = unset)
+  /// MatMulNBits accuracy_level: 0 (default) keeps the activations in
+  /// float (weight-only quantization); 4 lets ONNX Runtime quantize them to
+  /// int8 at run time (faster on CPU, esp. for 8-bit weights).
+  int accuracyLevel = 0;
   /// Bits of one scale; 0 = the activation dtype's (what the ONNX writer
   /// emits). Runtime presets (w4a16, ...) set their own scale_bits.
   double scaleBits = 0;

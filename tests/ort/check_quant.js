@@ -14,7 +14,7 @@
 //   logits is at least C.
 // Usage: check_quant.js --archc BIN --arch FILE.arch --config CONFIG.json
 //        --weights PATH --work DIR [--expected FILE] [--hf FILE --min-corr C]
-//        [--opts "--quant=int4 ..."] [--rel-tol T (default 1e-4)] [--name N]
+//        [--opts "--quant=int4 ..."] [--corr-opts "..."] [--rel-tol T (default 1e-4)] [--name N]
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -73,18 +73,27 @@ async function main() {
   const dec = await Decoder.load(kvModel);
 
   if (args.hf) {
-    // Pearson correlation of each prefill position's logits with HF's.
+    // Pearson correlation of each prefill position's logits with HF's, of
+    // the model compiled with --corr-opts (default: --opts).
+    let corrDec = dec;
+    if (args['corr-opts'] !== undefined) {
+      const corrModel = path.join(args.work, 'corr', 'model.onnx');
+      fs.mkdirSync(path.dirname(corrModel), { recursive: true });
+      execFileSync(args.archc, [args.arch, '--config', args.config, '-emit=onnx', '--weights', args.weights,
+        '-o', corrModel, ...args['corr-opts'].split(' ').filter((x) => x)], { stdio: ['ignore', 'inherit', 'inherit'] });
+      corrDec = await Decoder.load(corrModel);
+    }
     const hf = readSafetensors(args.hf);
     const ids = hf.tensors.input_ids, ref = hf.tensors.logits;
     const [B, S] = ids.shape, V = ref.shape[2];
     const rows = range(0, B).map((b) => range(0, S).map((s) => Number(ids.data[b * S + s])));
-    const r = await dec.step(rows, rows.map(() => ones(S)), rows.map(() => range(0, S)), dec.emptyState(B));
+    const r = await corrDec.step(rows, rows.map(() => ones(S)), rows.map(() => range(0, S)), corrDec.emptyState(B));
     const corr = range(0, B * S).map((p) => pearson(r.logits, p * V, ref.data, p * V, V)).sort((x, y) => x - y);
     const median = corr[Math.floor(corr.length / 2)];
     if (args['min-corr'] !== undefined) {
       const min = Number(args['min-corr']);
       const ok = median >= min;
-      console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} logits vs Hugging Face: median per-position correlation ` +
+      console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} logits vs Hugging Face${args['corr-opts'] !== undefined ? ` (${args['corr-opts']})` : ''}: median per-position correlation ` +
                   `${median.toFixed(6)} (min ${corr[0].toFixed(6)}, need median >= ${min})`);
       if (!ok) failures.push('correlation with HF');
     } else {

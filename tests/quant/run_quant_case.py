@@ -117,6 +117,7 @@ def main():
     ap.add_argument("--min-corr")
     ap.add_argument("--hf", action="store_true", help="report the correlation with Hugging Face's logits")
     ap.add_argument("--rel-tol", default="1e-4")
+    ap.add_argument("--corr-opts", help="options of the model whose correlation with HF is checked (default: --opts)")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(a.case, "expected.safetensors")):
         print(f"SKIP: case {a.case} not found")
@@ -197,6 +198,8 @@ def main():
         cmd += ["--hf", os.path.join(a.case, "expected.safetensors")]
     if a.min_corr:
         cmd += ["--min-corr", a.min_corr]
+    if a.corr_opts is not None:
+        cmd += ["--corr-opts", a.corr_opts]
     rc = subprocess.run(cmd).returncode
     return 1 if bad or rc else 0
 
