@@ -167,20 +167,30 @@ QuantizedRef WeightPlan::useQuantized(const std::string &name,
   QuantizedRef r;
   r.layout = l;
   int64_t nb = l.blocksPerRow();
+  // A stacked tensor read whole (expert -1): one view per region over all
+  // experts, [E, N, blocks * blob] codes as QMoE reads them.
+  bool whole = expert < 0 && l.experts > 1;
+  uint64_t count = whole ? static_cast<uint64_t>(l.experts) : 1;
+  auto dims = [&](std::vector<int64_t> d) {
+    if (whole)
+      d.insert(d.begin(), l.experts);
+    return d;
+  };
   r.codes = base + (forGather ? ".qweight.gather" : ".qweight");
   std::vector<int64_t> codeDims =
-      forGather ? std::vector<int64_t>{l.rows, nb * l.blobBytes()}
-                : std::vector<int64_t>{l.rows, nb, l.blobBytes()};
-  add(r.codes, 1, e0 * l.codeBytesPerMatrix(), l.codeBytesPerMatrix(), codeDims,
-      onnx::TensorProto_DataType_UINT8);
+      forGather || whole ? std::vector<int64_t>{l.rows, nb * l.blobBytes()}
+                         : std::vector<int64_t>{l.rows, nb, l.blobBytes()};
+  add(r.codes, 1, e0 * l.codeBytesPerMatrix(), count * l.codeBytesPerMatrix(),
+      dims(codeDims), onnx::TensorProto_DataType_UINT8);
   r.scales = base + ".scales";
   add(r.scales, 2, e0 * l.scalesPerMatrix() * scaleBytes,
-      l.scalesPerMatrix() * scaleBytes, {l.rows, nb}, scaleType);
+      count * l.scalesPerMatrix() * scaleBytes, dims({l.rows, nb}), scaleType);
   if (!l.symmetric) {
     r.zeroPoints = base + ".zero_points";
     uint64_t zpb = l.zeroPointBytesPerRow();
-    add(r.zeroPoints, 3, e0 * l.rows * zpb, l.rows * zpb,
-        {l.rows, static_cast<int64_t>(zpb)}, onnx::TensorProto_DataType_UINT8);
+    add(r.zeroPoints, 3, e0 * l.rows * zpb, count * l.rows * zpb,
+        dims({l.rows, static_cast<int64_t>(zpb)}),
+        onnx::TensorProto_DataType_UINT8);
   }
   return r;
 }

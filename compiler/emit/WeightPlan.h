@@ -66,8 +66,10 @@ public:
   /// Registers the quantized form of a weight read as a matrix of
   /// `layout.rows` outputs by `layout.cols` inputs (per expert), `inOut`
   /// when the weight is stored [in, out]. `expert` >= 0 selects one
-  /// expert's matrix of a stacked weight; `forGather` the 2-D [rows,
-  /// blocks * blob] codes view GatherBlockQuantized reads.
+  /// expert's matrix of a stacked weight (`<name>.<e>.qweight` ...); -1 on a
+  /// stacked layout the whole stack ([E, N, blocks * blob] codes, [E, N,
+  /// blocks] scales: QMoE's layout); `forGather` the 2-D [rows, blocks *
+  /// blob] codes view GatherBlockQuantized reads. Views share the bytes.
   QuantizedRef useQuantized(const std::string &name, const ir::TensorType &type,
                             const ir::QuantLayout &layout, bool inOut,
                             int64_t expert, bool forGather);

@@ -10,11 +10,13 @@
 
 #include "emit/Quantize.h"
 #include "emit/TensorSource.h"
+#include "emit/WeightPlan.h"
 #include "ir/WeightQuant.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <vector>
 
 using namespace archc;
@@ -217,4 +219,61 @@ arch m matches "M" {
                                              "moe.experts.{e}.up_proj.weight",
                                              "moe.experts.{e}.down_proj.weight",
                                              "head.weight"}));
+}
+
+TEST(Quantize, StackedExpertViewsTileTheWholeStack) {
+  // A stacked [3, 8, 40] tensor quantized per expert: each expert's views
+  // and the whole-stack (QMoE) views cover the same bytes.
+  WeightPlan plan(WeightSource::Random, nullptr, 7);
+  ir::TensorType t(ir::DType::F32,
+                   {ir::SymExpr(3), ir::SymExpr(8), ir::SymExpr(40)});
+  ir::QuantLayout l;
+  l.bits = 4;
+  l.block = 32;
+  l.rows = 8;
+  l.cols = 40;
+  l.experts = 3;
+  l.symmetric = false;
+  l.scaleBits = 32;
+  for (int64_t e = 0; e < 3; ++e)
+    plan.useQuantized("w", t, l, /*inOut=*/false, e, /*forGather=*/false);
+  QuantizedRef whole = plan.useQuantized("w", t, l, false, -1, false);
+  EXPECT_EQ(whole.codes, "w.qweight");
+  test::ScratchDir dir;
+  SourceMgr sm;
+  DiagnosticEngine diags(sm);
+  AtomicFile out;
+  ASSERT_TRUE(out.open((dir.path / "w.data").string(), diags));
+  onnx::GraphProto g;
+  WeightStats stats;
+  ASSERT_TRUE(plan.writeExternal(g, "w.data", out, diags, stats));
+  std::map<std::string, std::pair<uint64_t, uint64_t>> at; // offset, length
+  std::map<std::string, std::vector<int64_t>> shape;
+  for (const auto &init : g.initializer()) {
+    uint64_t off = 0, len = 0;
+    for (const auto &kv : init.external_data()) {
+      if (kv.key() == "offset")
+        off = std::stoull(kv.value());
+      if (kv.key() == "length")
+        len = std::stoull(kv.value());
+    }
+    at[init.name()] = {off, len};
+    shape[init.name()] = {init.dims().begin(), init.dims().end()};
+  }
+  for (const char *part : {"qweight", "scales", "zero_points"}) {
+    auto w = at[std::string("w.") + part];
+    uint64_t next = w.first;
+    for (int e = 0; e < 3; ++e) {
+      auto v = at["w." + std::to_string(e) + "." + part];
+      EXPECT_EQ(v.first, next) << part << " expert " << e;
+      next += v.second;
+    }
+    EXPECT_EQ(next, w.first + w.second) << part;
+  }
+  EXPECT_EQ(shape["w.qweight"], (std::vector<int64_t>{3, 8, 32}));
+  EXPECT_EQ(shape["w.1.qweight"], (std::vector<int64_t>{8, 2, 16}));
+  EXPECT_EQ(shape["w.scales"], (std::vector<int64_t>{3, 8, 2}));
+  EXPECT_EQ(shape["w.zero_points"], (std::vector<int64_t>{3, 8, 1}));
+  // Codes + f32 scales + zero points of 3 experts, nothing duplicated.
+  EXPECT_EQ(plan.totalBytes(), 3u * (8 * 32 + 8 * 2 * 4 + 8));
 }
