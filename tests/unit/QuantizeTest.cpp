@@ -203,7 +203,9 @@ arch m matches "M" {
            hidden_size: int }
   model(input_ids: i64[batch, seq]) -> (logits) {
     x = op.gather(param("weight", [vocab_size, hidden_size]) @ "embed", input_ids)
-    x = switch_moe(x, hidden_size, 4, 2, 8) @ "moe"
+    x = moe(x, hidden_size, 4, 8, fn(logits) {
+      return op.route(logits, top_k: 2)
+    }) @ "moe"
     g = op.sigmoid(linear(x, hidden_size, 1) @ "gate1")
     s = op.matmul(op.cast(x, dtype: "f32"), param("w", [4, hidden_size], dtype: "f32"), transpose_b: true)
     x = x * g + op.reshape(op.reduce_sum(s, axes: [-1]), [batch, seq, 1])
