@@ -10,13 +10,11 @@
 
 namespace archc {
 
-std::string folderModelFile(ir::DType dtype, const std::string &quant) {
-  bool half = dtype == ir::DType::F16;
-  if (quant == "int4" || quant == "q4")
-    return half ? "model_q4f16.onnx" : "model_q4.onnx";
-  if (quant == "int8")
-    return "model_int8.onnx";
-  if (half)
+std::string folderModelFile(ir::DType dtype, const ir::QuantOptions &quant) {
+  std::string tag = ir::quantFileTag(quant, dtype);
+  if (!tag.empty())
+    return "model_" + tag + ".onnx";
+  if (dtype == ir::DType::F16)
     return "model_fp16.onnx";
   if (dtype == ir::DType::BF16)
     return "model_bf16.onnx";

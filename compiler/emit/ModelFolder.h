@@ -12,6 +12,7 @@
 #define ARCHC_EMIT_MODELFOLDER_H
 
 #include "ir/IR.h"
+#include "ir/WeightQuant.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,11 +23,15 @@
 namespace archc {
 
 /// The file name of the model inside OUT/onnx/ for the activation dtype
-/// (and a quantisation, "" for none), after transformers.js's dtype
-/// suffixes: model.onnx (fp32), model_fp16.onnx, model_q4.onnx,
-/// model_int8.onnx, model_q4f16.onnx; bf16 (no transformers.js dtype) is
-/// model_bf16.onnx.
-std::string folderModelFile(ir::DType dtype, const std::string &quant = "");
+/// and the weight quantization (`--quant`), after transformers.js 4.3.1's
+/// dtype suffixes: model.onnx (fp32), model_fp16.onnx, model_q4.onnx,
+/// model_q4f16.onnx, model_int8.onnx (8-bit MatMulNBits weights, f32
+/// activations). Combinations without a transformers.js dtype are named by
+/// the same rule so that they never overwrite another variant:
+/// model_bf16.onnx, model_int8f16.onnx, model_q4bf16.onnx,
+/// model_int8bf16.onnx (ir::quantFileTag).
+std::string folderModelFile(ir::DType dtype,
+                            const ir::QuantOptions &quant = {});
 
 /// The per-layer kinds of the compiled graph, in the vocabulary of Hugging
 /// Face's `layer_types` ("full_attention", "linear_attention",

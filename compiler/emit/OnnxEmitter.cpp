@@ -202,7 +202,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   fs::path outDir, modelRel;
   if (opts.folder) {
     outDir = opts.output;
-    modelRel = fs::path("onnx") / folderModelFile(m.activationDType);
+    modelRel =
+        fs::path("onnx") / folderModelFile(m.activationDType, opts.quant);
   } else {
     fs::path target(opts.output);
     outDir = target.parent_path();

@@ -41,7 +41,8 @@ struct QuantOptions {
 };
 
 /// The tag of a quantized model's file name (transformers.js naming):
-/// `q4`, `q4f16`, `int8`, `int8f16`; empty when not quantized.
+/// `q4`, `q4f16`, `int8` (transformers.js dtypes), and by the same rule
+/// `int8f16`, `q4bf16`, `int8bf16` (none); empty when not quantized.
 std::string quantFileTag(const QuantOptions &q, DType activations);
 
 /// A checkpoint's own quantization, from config.json `quantization_config`
