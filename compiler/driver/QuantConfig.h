@@ -30,8 +30,8 @@ bool readCheckpointQuant(const JsonSource &config, DiagnosticEngine &diags,
 
 /// Binds the module's weights to the checkpoint at `path` (headers only)
 /// and returns the bytes each weight declaration's tensors occupy there
-/// (quantized data plus scales), by ir::weightKey (pattern and type). Binding problems are reported
-/// as for -emit=onnx.
+/// (quantized data plus scales), by ir::weightKey (pattern and type). Binding
+/// problems are reported as for -emit=onnx.
 bool checkpointBytes(const ir::Module &m, const std::string &path,
                      const ir::CheckpointQuant &quant, DiagnosticEngine &diags,
                      std::map<std::string, double> &bytesByPattern);

@@ -323,10 +323,9 @@ TEST(Quantize, RegionsGoThroughChunkedExternalData) {
                            /*layoutOnly=*/false, &progress);
     WeightStats stats;
     ASSERT_TRUE(plan.writeExternal(g, out, diags, stats));
-    EXPECT_EQ(out.files(),
-              (std::vector<std::string>{"model_q4.onnx_data",
-                                        "model_q4.onnx_data_1",
-                                        "model_q4.onnx_data_2"}));
+    EXPECT_EQ(out.files(), (std::vector<std::string>{"model_q4.onnx_data",
+                                                     "model_q4.onnx_data_1",
+                                                     "model_q4.onnx_data_2"}));
     EXPECT_EQ(stats.bytesWritten, plan.totalBytes());
   }
   std::fclose(bar);
