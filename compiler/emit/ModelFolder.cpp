@@ -63,6 +63,12 @@ nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
                             const std::map<std::string, unsigned> &dataChunks,
                             const nlohmann::json *previous) {
   nlohmann::json out = input;
+  // The folder's models hold the checkpoint's weights dequantized (or
+  // re-quantized by --quant, which the file name says), never in the
+  // checkpoint's own format: its quantization_config does not describe them.
+  out.erase("quantization_config");
+  if (out.contains("text_config") && out["text_config"].is_object())
+    out["text_config"].erase("quantization_config");
   // transformers.js 4.3.1 has the composite Qwen3.5-MoE type (its
   // text_config is exactly this config), not the text one: the folder's
   // config is that composite, holding the input as its text model.

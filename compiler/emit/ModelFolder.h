@@ -40,9 +40,11 @@ std::string folderModelFile(ir::DType dtype,
 /// Empty when the graph has no per-layer state.
 std::vector<std::string> deriveLayerTypes(const ir::Module &m);
 
-/// OUT/config.json: `input` with `layer_types` added where the input lacks
-/// them and the layers are not all of one attention kind (in text_config
-/// for a composite config), and transformers.js's external data chunk
+/// OUT/config.json: `input` without its `quantization_config` (the
+/// folder's models never store the checkpoint's format), with `layer_types`
+/// added where the input lacks them and the layers are not all of one
+/// attention kind (in text_config for a composite config), and
+/// transformers.js's external data chunk
 /// counts per model file (`dataChunks`, merged with those of `previous`,
 /// the config.json already in the folder, for model files that stay).
 nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,

@@ -248,6 +248,22 @@ TEST(ModelFolder, FileNamesAndLayerTypes) {
       outputConfig(llama.c->config->root(), llama.module(), {}, nullptr)
           .contains("layer_types"));
 
+  // A quantized checkpoint's quantization_config (top level or in
+  // text_config) does not describe the folder's models; the rest stays.
+  nlohmann::json fp8 = llama.c->config->root();
+  fp8["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}};
+  nlohmann::json fp8Out = outputConfig(fp8, llama.module(), {}, nullptr);
+  EXPECT_FALSE(fp8Out.contains("quantization_config"));
+  EXPECT_EQ(fp8Out["hidden_size"], fp8["hidden_size"]);
+  nlohmann::json nested = {
+      {"model_type", "m"},
+      {"text_config",
+       {{"hidden_size", 8},
+        {"quantization_config", fp8["quantization_config"]}}}};
+  nlohmann::json nestedOut = outputConfig(nested, llama.module(), {}, nullptr);
+  EXPECT_FALSE(nestedOut["text_config"].contains("quantization_config"));
+  EXPECT_EQ(nestedOut["text_config"]["hidden_size"], 8);
+
   // Qwen3.5-MoE's text config becomes its composite type's text_config.
   test::Compiled moe = compileBundled("qwen3_5", "tiny/qwen3_5_moe.json");
   ASSERT_TRUE(moe.ok) << moe.diagnostics();
