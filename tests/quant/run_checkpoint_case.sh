@@ -4,11 +4,13 @@
 #   2. bind it (no --quant): ONNX Runtime reproduces the numpy reference over its dequantized weights
 #      (prefill, greedy ids, cache, padding, single pass);
 #   3. -emit=profile --weights counts exactly the checkpoint's bytes;
-#   4. --quant=int4 over it (FP8 / FP4 / MXFP4 re-quantized to int4): read-back L2 error, reference, ORT.
-#   run_checkpoint_case.sh PYTHON NODE ARCHC ARCH_FILE FAMILY FORMAT FIXTURE_DIR WORK_DIR
+#   4. --quant=int4 over it (FP8 / FP4 / MXFP4 re-quantized to int4): read-back L2 error, reference, ORT;
+#   5. with FOLDER_FILE and TJS_DTYPE: the checkpoint folder compiled into a model folder with --quant=int4
+#      (run_quant_case.py --folder): the folder's files, read-back, reference, ORT, transformers.js.
+#   run_checkpoint_case.sh PYTHON NODE ARCHC ARCH_FILE FAMILY FORMAT FIXTURE_DIR WORK_DIR [FOLDER_FILE TJS_DTYPE]
 set -e
-if [ "$#" -ne 8 ]; then
-  echo "usage: $0 PYTHON NODE ARCHC ARCH_FILE FAMILY FORMAT FIXTURE_DIR WORK_DIR" >&2
+if [ "$#" -ne 8 ] && [ "$#" -ne 10 ]; then
+  echo "usage: $0 PYTHON NODE ARCHC ARCH_FILE FAMILY FORMAT FIXTURE_DIR WORK_DIR [FOLDER_FILE TJS_DTYPE]" >&2
   exit 2
 fi
 py=$1 node=$2 archc=$3 arch=$4 family=$5 format=$6 fixture=$7 work=$8
@@ -31,5 +33,9 @@ if [ "$stored" != "$counted" ]; then
   exit 1
 fi
 echo "ok   $format -emit=profile --weights: $counted weight bytes = the checkpoint's tensor bytes"
-exec "$py" "$here/run_quant_case.py" --archc "$archc" --arch "$arch" --family "$family" --node "$node" \
+"$py" "$here/run_quant_case.py" --archc "$archc" --arch "$arch" --family "$family" --node "$node" \
   --case "$ckpt" --work "$work/int4" --opts=--quant=int4 --l2 0.05,0.15
+if [ "$#" -eq 10 ]; then
+  "$py" "$here/run_quant_case.py" --archc "$archc" --arch "$arch" --family "$family" --node "$node" \
+    --case "$ckpt" --work "$work/folder" --opts=--quant=int4 --l2 0.05,0.15 --folder "$9" --tjs "${10}"
+fi

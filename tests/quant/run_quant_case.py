@@ -3,6 +3,7 @@
 
   run_quant_case.py --archc BIN --arch FILE.arch --family F --node NODE --case DIR --work DIR
                     --opts="--quant=int4 ..." [--l2 LO,HI] [--min-corr C | --hf] [--rel-tol T]
+                    [--folder FILE [--tjs DTYPE]]
 
 DIR holds config.json and model.safetensors (a shared fixture, or a checkpoint in a released quantized format built
 by make_quantized_checkpoint.py) and expected.safetensors (its inputs; Hugging Face's logits for a shared fixture).
@@ -16,12 +17,20 @@ Steps:
      their dequantized values and writes an expected.safetensors for the case's inputs;
   4. tests/ort/check_quant.js checks the model in ONNX Runtime against it (prefill, greedy, cache, padding,
      single pass) and, with --min-corr, the prefill logits' correlation with Hugging Face's.
+With --folder FILE the case directory is compiled as a model folder into a model folder, the way a user of the clients
+does (`archc DIR -emit=onnx -o OUT/`, its safetensors bound by default, external data in small chunks), after a float
+model emitted into the same folder; the folder must hold OUT/onnx/FILE (transformers.js's name for the dtype, e.g.
+model_q4.onnx) beside the float model, config.json the chunk count of each model file (and no quantization_config),
+genai_config.json the onnxruntime-genai graph of FILE; steps 2-4 then run on the folder's files (ONNX Runtime on the
+onnxruntime-genai graph, without the single-pass check), and with --tjs DTYPE transformers.js loads the folder with
+that dtype and its generate() must give the reference's greedy ids (../transformersjs/check_quant_folder.mjs).
 Exit 0 pass, 1 fail, 77 when the case directory is absent.
 """
 import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -109,6 +118,55 @@ def hf_name(codes, weights):
     return base, None
 
 
+def emit_folder(a, opts, name):
+    """Emits the case directory as a model folder (a float model, then the quantized one) and checks the folder's
+    files. Returns (the quantized model, the graph onnxruntime-genai runs, problems)."""
+    out = os.path.join(a.work, "folder")
+    shutil.rmtree(out, ignore_errors=True)
+    chunks = ["--data-chunk-size=32768"]
+    for extra in ([], opts):
+        subprocess.run([a.archc, a.case, "-emit=onnx", "-o", out + "/"] + chunks + extra, check=True)
+    onnx_dir = os.path.join(out, "onnx")
+    model = os.path.join(onnx_dir, a.folder)
+    problems = []
+    if not os.path.exists(model):
+        return None, None, [f"no onnx/{a.folder} in the folder ({sorted(os.listdir(onnx_dir))})"]
+    if not os.path.exists(os.path.join(onnx_dir, "model.onnx")):
+        problems.append("the float model onnx/model.onnx is gone")
+    with open(os.path.join(out, "config.json")) as f:
+        cfg = json.load(f)
+    counts = (cfg.get("transformers.js_config") or {}).get("use_external_data_format") or {}
+    files = {}
+    for f in (a.folder, "model.onnx"):
+        files[f] = sorted(n for n in os.listdir(onnx_dir) if re.fullmatch(re.escape(f) + r"_data(_\d+)?", n))
+        if counts.get(f, 0) != len(files[f]):
+            problems.append(f"config.json counts {counts.get(f, 0)} external data file(s) of {f}, "
+                            f"the folder holds {len(files[f])}")
+    m = onnx.load(model, load_external_data=False)
+    locations = {kv.value for i in m.graph.initializer for kv in i.external_data if kv.key == "location"}
+    if not locations <= set(files[a.folder]):
+        problems.append(f"{a.folder} refers to data files {sorted(locations - set(files[a.folder]))} it does not own")
+    if "quantization_config" in cfg or "quantization_config" in (cfg.get("text_config") or {}):
+        problems.append("config.json keeps the checkpoint's quantization_config")
+    genai_model = model
+    two = os.path.join(onnx_dir, a.folder[:-len(".onnx")] + ".genai.onnx")
+    if os.path.exists(two):
+        genai_model = two
+    genai_path = os.path.join(out, "genai_config.json")
+    if os.path.exists(genai_path):
+        with open(genai_path) as f:
+            decoder = json.load(f)["model"]["decoder"]["filename"]
+        if decoder != os.path.relpath(genai_model, out):
+            problems.append(f"genai_config.json runs {decoder}, not {os.path.relpath(genai_model, out)}")
+    print(f"{'ok  ' if not problems else 'FAIL'} {name} model folder: onnx/{a.folder} with "
+          f"{len(files[a.folder])} external data file(s) beside onnx/model.onnx ({len(files['model.onnx'])}); "
+          f"onnxruntime-genai runs {os.path.relpath(genai_model, out)}"
+          f"{'' if os.path.exists(genai_path) else ' (no genai_config.json)'}")
+    for p in problems:
+        print(f"       {p}")
+    return model, genai_model, problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for k in ("archc", "arch", "family", "node", "case", "work", "opts"):
@@ -118,6 +176,8 @@ def main():
     ap.add_argument("--hf", action="store_true", help="report the correlation with Hugging Face's logits")
     ap.add_argument("--rel-tol", default="1e-4")
     ap.add_argument("--corr-opts", help="options of the model whose correlation with HF is checked (default: --opts)")
+    ap.add_argument("--folder", metavar="FILE", help="compile as a model folder; FILE: the model expected in onnx/")
+    ap.add_argument("--tjs", metavar="DTYPE", help="with --folder: transformers.js loads the folder with this dtype")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(a.case, "expected.safetensors")):
         print(f"SKIP: case {a.case} not found")
@@ -127,10 +187,18 @@ def main():
     with open(os.path.join(a.case, "config.json")) as f:
         cfg = json.load(f)
     opts = a.opts.split()
-    model = os.path.join(a.work, "emit", "model.onnx")
-    os.makedirs(os.path.dirname(model), exist_ok=True)
-    subprocess.run([a.archc, a.arch, "--config", os.path.join(a.case, "config.json"), "-emit=onnx", "--weights",
-                    os.path.join(a.case, "model.safetensors"), "-o", model, "--no-genai-config"] + opts, check=True)
+    folder_problems, genai_model = [], None
+    if a.folder:
+        model, genai_model, folder_problems = emit_folder(a, opts, name)
+        if model is None:
+            print(f"FAIL {name}: {folder_problems[0]}")
+            return 1
+    else:
+        model = os.path.join(a.work, "emit", "model.onnx")
+        os.makedirs(os.path.dirname(model), exist_ok=True)
+        subprocess.run([a.archc, a.arch, "--config", os.path.join(a.case, "config.json"), "-emit=onnx", "--weights",
+                        os.path.join(a.case, "model.safetensors"), "-o", model, "--no-genai-config"] + opts,
+                       check=True)
 
     weights = logical_weights(os.path.join(a.case, "model.safetensors"), cfg, a.family)
     quantized, floats = read_back(model)
@@ -200,8 +268,15 @@ def main():
         cmd += ["--min-corr", a.min_corr]
     if a.corr_opts is not None:
         cmd += ["--corr-opts", a.corr_opts]
+    if genai_model:
+        cmd += ["--model", genai_model]
     rc = subprocess.run(cmd).returncode
-    return 1 if bad or rc else 0
+    if a.tjs:
+        tjs = subprocess.run([a.node, os.path.join(HERE, "..", "transformersjs", "check_quant_folder.mjs"),
+                              "--folder", os.path.join(a.work, "folder"), "--dtype", a.tjs,
+                              "--expected", os.path.join(out, "expected.safetensors"), "--name", name])
+        rc = rc or tjs.returncode
+    return 1 if bad or rc or folder_problems else 0
 
 
 if __name__ == "__main__":
