@@ -13,6 +13,7 @@
 
 #include "analysis/DeviceDb.h"
 #include "ir/IR.h"
+#include "ir/WeightQuant.h"
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,12 @@ struct ProfileRequest {
   std::string format = "table"; ///< table | json | csv | md
   bool perOp = false;
   std::string profileDir;
+  /// --quant: weights counted as the ONNX writer stores them.
+  ir::QuantOptions quant;
+  /// -emit=profile --weights: bytes each weight declaration occupies in the
+  /// checkpoint (ir::weightKey -> bytes), and a description of its format.
+  const std::map<std::string, double> *checkpointBytes = nullptr;
+  std::string checkpointFormat;
 };
 
 /// Computes the profile as JSON. Reports and returns false on error

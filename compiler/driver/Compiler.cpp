@@ -7,6 +7,7 @@
 #include "driver/Compiler.h"
 
 #include "driver/ArchCatalog.h"
+#include "frontend/BundledSnapshot.h"
 #include "frontend/Sema.h"
 #include "ir/Verifier.h"
 #include "irgen/ConfigBinder.h"
@@ -14,6 +15,7 @@
 #include "passes/Passes.h"
 
 #include <filesystem>
+#include <iostream>
 
 namespace archc {
 
@@ -96,6 +98,15 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
                   std::to_string(known.size()) + "; or pass an .arch file)");
       return false;
     }
+  }
+  if (!opts.astSnapshot || opts.traceAstSnapshot) {
+    std::string status = "disabled (--no-ast-snapshot)";
+    const AstSnapshot *snapshot =
+        opts.astSnapshot ? bundledAstSnapshot(&status) : nullptr;
+    std::ostream *trace = opts.traceAstSnapshot ? &std::cerr : nullptr;
+    if (trace)
+      *trace << "archc: ast-snapshot: " << status << "\n";
+    c.program.setAstSnapshot(snapshot, trace);
   }
   if (!c.program.load(input, opts.includeDirs, c.sourceMgr, diags))
     return false;

@@ -54,6 +54,10 @@ Pipeline and debugging:
   --error-limit=<n>    stop after n errors (default 20, 0 = no limit)
   --print-op-reference print the IR op reference (docs/ir.md) and exit
   -I <dir>             add an import search directory
+  --no-ast-snapshot    parse the bundled .arch files instead of taking
+                       their ASTs from the build's snapshot
+  --trace-ast-snapshot say on stderr whether each file was parsed or taken
+                       from the snapshot, and why
 
 Profile (-emit=profile):
   --batch=<n[,n]>      batch size(s) (default 1)
@@ -81,6 +85,20 @@ ONNX (-emit=onnx):
                        largest external data file (default: under 2 GiB,
                        what browsers load); later tensors go to
                        model.onnx_data_1, _2, ...
+
+Quantization (-emit=onnx; -emit=profile counts the same bytes):
+  --quant=<q>          int4 | int8: weight-only block quantization of every
+                       Linear weight (ONNX Runtime MatMulNBits; MLAS
+                       round-to-nearest, symmetric); embeddings, routers,
+                       norms and other weights stay float
+  --quant-block=<n>    inputs per block: 16, 32 (default), 64, 128, 256
+  --quant-asymmetric   unsigned codes with a zero point per block
+  --quant-embeddings   also the embedding table (GatherBlockQuantized); a
+                       tied table is quantized once for gather and head
+  --quant-accuracy=<n> MatMulNBits accuracy_level: 0 (default: weight-only,
+                       activations stay float) .. 4 (ONNX Runtime may quantize
+                       activations to int8 at run time: faster on CPU, where
+                       8-bit weights have no fast float kernel)
 
 Other:
   --list-archs         list the bundled families and the architectures
@@ -247,6 +265,14 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       o.printLoc = true;
     } else if (name == "--no-verify-each") {
       o.verifyEach = false;
+    } else if (name == "--no-ast-snapshot") {
+      if (!noValue())
+        return false;
+      o.astSnapshot = false;
+    } else if (name == "--trace-ast-snapshot") {
+      if (!noValue())
+        return false;
+      o.traceAstSnapshot = true;
     } else if (name == "--verify-diagnostics") {
       o.verifyDiagnostics = true;
     } else if (name == "--error-limit") {
@@ -339,6 +365,54 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       o.genaiConfig = false;
     } else if (name == "--embed-weights") {
       o.embedWeights = true;
+    } else if (name == "--quant") {
+      if (!need())
+        return false;
+      if (value == "int4")
+        o.quantBits = 4;
+      else if (value == "int8")
+        o.quantBits = 8;
+      else {
+        fmt::print(stderr,
+                   "archc: error: --quant must be int4 or int8, got '{}'\n",
+                   value);
+        return false;
+      }
+    } else if (name == "--quant-block") {
+      std::vector<int64_t> v;
+      if (!need() || !parseInts(name, value, v, 1))
+        return false;
+      if (v.size() != 1 || v[0] < 16 || v[0] > 256 || (v[0] & (v[0] - 1))) {
+        fmt::print(stderr,
+                   "archc: error: --quant-block must be 16, 32, 64, 128 or "
+                   "256, got '{}'\n",
+                   value);
+        return false;
+      }
+      o.quantBlock = v[0];
+      o.quantOptionSeen = true;
+    } else if (name == "--quant-asymmetric") {
+      if (!noValue())
+        return false;
+      o.quantAsymmetric = true;
+      o.quantOptionSeen = true;
+    } else if (name == "--quant-embeddings") {
+      if (!noValue())
+        return false;
+      o.quantEmbeddings = true;
+      o.quantOptionSeen = true;
+    } else if (name == "--quant-accuracy") {
+      std::vector<int64_t> v;
+      if (!need() || !parseInts(name, value, v, 0))
+        return false;
+      if (v.size() != 1 || v[0] > 4) {
+        fmt::print(stderr,
+                   "archc: error: --quant-accuracy must be 0..4, got '{}'\n",
+                   value);
+        return false;
+      }
+      o.quantAccuracy = static_cast<int>(v[0]);
+      o.quantOptionSeen = true;
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       fmt::print(stderr, "archc: error: unknown option '{}' (see --help)\n",
                  args[i]);
@@ -369,6 +443,12 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
   }
   if (o.config.empty() && !o.verifyDiagnostics) {
     fmt::print(stderr, "archc: error: --config <config.json> is required\n");
+    return false;
+  }
+  if (o.quantOptionSeen && o.quantBits == 0) {
+    fmt::print(stderr, "archc: error: --quant-block, --quant-asymmetric, "
+                       "--quant-embeddings and --quant-accuracy need "
+                       "--quant=int4|int8\n");
     return false;
   }
   return true;

@@ -32,6 +32,10 @@ struct Options {
   bool verifyDiagnostics = false;
   unsigned errorLimit = 20;
   std::string dtype; ///< activation/weight dtype override
+  /// Take unmodified bundled files' ASTs from the build's AST snapshot
+  /// (--no-ast-snapshot: parse every file).
+  bool astSnapshot = true;
+  bool traceAstSnapshot = false; ///< say on stderr how each file was loaded
 
   // Profile.
   std::vector<int64_t> batch = {1};
@@ -53,6 +57,14 @@ struct Options {
   bool kvCache = true;
   bool genaiConfig = true;
   bool embedWeights = false;
+
+  // Weight quantization (-emit=onnx, -emit=profile).
+  int quantBits = 0;       ///< --quant: 0 (off), 4 or 8
+  int64_t quantBlock = 32; ///< --quant-block
+  bool quantAsymmetric = false;
+  bool quantEmbeddings = false;
+  int quantAccuracy = 0; ///< --quant-accuracy (MatMulNBits accuracy_level)
+  bool quantOptionSeen = false; ///< a --quant-* option was given
 };
 
 /// Parses argv. On error prints a message to stderr and returns false;

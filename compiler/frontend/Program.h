@@ -16,14 +16,30 @@
 
 #include <map>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace archc {
 
+class AstSnapshot;
+
 class Program {
 public:
+  /// Where load() takes the ASTs of bundled files from instead of parsing
+  /// them: a file under bundledArchsDir() whose text `snapshot` holds is
+  /// decoded from it (AstSnapshot.h), every other file is parsed. Without
+  /// this call, the snapshot beside the executable (bundledAstSnapshot());
+  /// null parses every file. `trace`, when given, receives one line per
+  /// file saying how it was loaded and why.
+  void setAstSnapshot(const AstSnapshot *snapshot,
+                      std::ostream *trace = nullptr) {
+    astSnapshot = snapshot;
+    astSnapshotSet = true;
+    astSnapshotTrace = trace;
+  }
+
   /// Loads `path` and its imports. Returns false after reporting errors.
   bool load(const std::string &path,
             const std::vector<std::string> &includeDirs, SourceMgr &sm,
@@ -50,6 +66,10 @@ private:
   std::set<std::string> loadedCanonical;
   /// The file loaded for each `extends` base no import brought in.
   std::map<std::string, std::string> baseFiles;
+  const AstSnapshot *astSnapshot = nullptr;
+  bool astSnapshotSet = false;
+  std::ostream *astSnapshotTrace = nullptr;
+  std::string bundledDirPrefix; ///< canonical bundledArchsDir() + '/'
   /// Resolves `extends` across every loaded file: each arch's effective
   /// members (ast::ArchDecl::allConfig, allDefs, effectiveModel).
   bool resolveArchs(DiagnosticEngine &diags);
@@ -57,7 +77,13 @@ private:
   /// declares (searched like an import from the child's file).
   bool loadBases(const std::vector<std::string> &includeDirs, SourceMgr &sm,
                  DiagnosticEngine &diags);
-  bool loadFile(const std::string &path, SourceRange importedAt,
+  /// The AST of the loaded file `fileId`: from the AST snapshot when it
+  /// holds this bundled file's text, else parsed.
+  std::unique_ptr<ast::File> restoreOrParse(const std::string &canonicalPath,
+                                            uint32_t fileId, SourceMgr &sm,
+                                            DiagnosticEngine &diags);
+  bool loadFile(const std::string &path, const std::string &canonicalPath,
+                SourceRange importedAt,
                 const std::vector<std::string> &includeDirs, SourceMgr &sm,
                 DiagnosticEngine &diags, unsigned depth);
 };
