@@ -60,6 +60,7 @@ std::vector<OpSchema> buildTable() {
   addShapeSchemas(defined);
   addAttentionSchemas(defined);
   addRecurrentSchemas(defined);
+  addStateSpaceSchemas(defined);
   addMoeSchemas(defined);
   std::vector<OpSchema> table(kNumOpKinds);
   std::vector<bool> seen(kNumOpKinds, false);
@@ -478,6 +479,11 @@ SchemaBuilder &SchemaBuilder::denseResults() {
 }
 SchemaBuilder &SchemaBuilder::density(DensityRule rule) {
   s.density = rule;
+  return *this;
+}
+SchemaBuilder &SchemaBuilder::constantState(StateTypeRule rule, bool float32) {
+  s.stateType = rule;
+  s.stateInFloat32 = float32;
   return *this;
 }
 
