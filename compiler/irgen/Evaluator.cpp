@@ -1563,7 +1563,6 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
     case B::Mul:
       return EvalValue::dim(x * y);
     case B::Div:
-    case B::FloorDiv:
       if (auto c = y.getConstant(); c && *c != 0)
         if (auto q = x.divExact(*c))
           return EvalValue::dim(*q);
@@ -1628,16 +1627,13 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
         return EvalValue::integer(x / y);
       return EvalValue::floating(static_cast<double>(x) /
                                  static_cast<double>(y));
-    case B::FloorDiv:
     case B::Mod: {
       if (y == 0)
         break;
-      int64_t q = x / y, m = x % y;
-      if (m != 0 && ((m < 0) != (y < 0))) {
-        q -= 1;
-        m += y;
-      }
-      return EvalValue::integer(op == B::FloorDiv ? q : m);
+      int64_t m = x % y;
+      if (m != 0 && ((m < 0) != (y < 0)))
+        m += y; // floored: the sign of the divisor
+      return EvalValue::integer(m);
     }
     case B::Lt:
       return EvalValue::boolean(x < y);
@@ -1669,12 +1665,6 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
       return EvalValue::poison();
     }
     return EvalValue::floating(x / y);
-  case B::FloorDiv:
-    if (y == 0) {
-      error(range, "division by zero");
-      return EvalValue::poison();
-    }
-    return EvalValue::floating(std::floor(x / y));
   case B::Mod:
     if (y == 0) {
       error(range, "division by zero");
