@@ -9,6 +9,7 @@
 #include "analysis/ProfilePlot.h"
 #include "analysis/ProfileReport.h"
 #include "driver/OnnxLoader.h"
+#include "driver/Package.h"
 #include "ir/Printer.h"
 #include "support/OutputSet.h"
 #include "support/Progress.h"
@@ -43,10 +44,20 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     po.printLocations = opts.printLoc;
     po.sourceMgr = &c.sourceMgr;
     ir::printModule(*c.module, text, po);
+    // A package's graphs follow the main one.
+    for (const NamedGraph &g : c.graphs) {
+      text << "\n// graph " << g.name << "\n";
+      ir::printModule(*g.module, text, po);
+    }
     break;
   }
   case EmitTarget::Weights:
-    ir::printWeightList(*c.module, text);
+    // Every checkpoint tensor of the arch: those of the main graph and of a
+    // package's graphs (vision tower, projector), once each.
+    if (c.graphs.empty())
+      ir::printWeightList(*c.module, text);
+    else
+      ir::printWeightList(*packageWeights(c), text);
     break;
   case EmitTarget::Profile: {
     ProfileRequest req;
@@ -88,9 +99,15 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
                                  "model.onnx, or -o OUT/ for a model folder");
       return false;
     }
+    // A package (named graphs) is a folder of graphs; a single model file
+    // of a package arch is its main graph (a vision-language model's text
+    // model).
+    bool package = !c.graphs.empty() && (folder || o.text);
     if (!o.text)
-      return runOnnxBackend(*c.module, o, diags, out);
-    if (!runOnnxBackend(*c.module, o, diags, text))
+      return package ? runOnnxPackageBackend(c, o, diags, out)
+                     : runOnnxBackend(*c.module, o, diags, out);
+    if (!(package ? runOnnxPackageBackend(c, o, diags, text)
+                  : runOnnxBackend(*c.module, o, diags, text)))
       return false;
     break;
   }

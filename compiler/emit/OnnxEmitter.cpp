@@ -14,6 +14,7 @@
 #include "emit/ClientIo.h"
 #include "emit/ExternalData.h"
 #include "emit/ModelFolder.h"
+#include "emit/OnnxFiles.h"
 #include "emit/OnnxLowering.h"
 #include "emit/Safetensors.h"
 #include "support/OutputSet.h"
@@ -43,7 +44,6 @@ void check_model(const ModelProto &model, CheckerContext &ctx);
 
 namespace archc {
 
-namespace {
 bool checkModel(const std::string &modelDir, onnx::ModelProto &model,
                 DiagnosticEngine &diags) {
   try {
@@ -121,7 +121,6 @@ void printText(const onnx::ModelProto &model, std::ostream &out) {
       << "], producer_name: \"archc\">\n";
   out << printed << "\n";
 }
-} // namespace
 
 bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
               DiagnosticEngine &diags, std::ostream &textOut) {

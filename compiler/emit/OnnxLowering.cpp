@@ -20,7 +20,10 @@ std::string onnxDimName(const ir::SymExpr &e) {
       {"batch", "batch_size"},
       {"seq", "sequence_length"},
       {"past", "past_sequence_length"},
-      {"(past + seq)", "total_sequence_length"}};
+      {"(past + seq)", "total_sequence_length"},
+      {"images", "num_images"},
+      {"max_images", "max_num_images"},
+      {"image_tokens", "num_image_tokens"}};
   std::string s = e.str();
   auto it = names.find(s);
   return it != names.end() ? it->second : s;
@@ -241,6 +244,8 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
     return lowerRoute(op);
   case ir::OpFamily::Experts:
     return lowerExperts(op);
+  case ir::OpFamily::Vision:
+    return lowerVision(op);
   default:
     return fail(op, "no lowering");
   }

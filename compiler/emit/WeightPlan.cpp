@@ -166,8 +166,8 @@ static std::string shapeStr(const std::vector<int64_t> &s) {
   return r + "]";
 }
 
-bool WeightPlan::validate(DiagnosticEngine &diags,
-                          const std::string &ckptPath) const {
+bool WeightPlan::validate(DiagnosticEngine &diags, const std::string &ckptPath,
+                          bool reportUnused) const {
   if (source != WeightSource::Checkpoint || !ckpt)
     return true;
   std::vector<std::string> missing, misshaped, badType;
@@ -190,7 +190,7 @@ bool WeightPlan::validate(DiagnosticEngine &diags,
   }
   std::vector<std::string> unexpected;
   for (auto &[name, t] : ckpt->tensors())
-    if (!index.count(name))
+    if (reportUnused && !index.count(name))
       unexpected.push_back(name);
   auto list = [](const std::vector<std::string> &v) {
     std::string s;

@@ -45,7 +45,13 @@ public:
   /// mis-shaped and unconvertible tensors are errors; checkpoint tensors the
   /// model does not use are reported as a warning. No-op without a
   /// checkpoint.
-  bool validate(DiagnosticEngine &diags, const std::string &ckptPath) const;
+  /// Without `reportUnused`, checkpoint tensors the plan does not use are
+  /// not reported (a package reports them once, over all its graphs).
+  bool validate(DiagnosticEngine &diags, const std::string &ckptPath,
+                bool reportUnused = true) const;
+
+  /// Whether the plan uses a tensor of that name.
+  bool uses(const std::string &name) const { return index.count(name) != 0; }
 
   /// Adds the initializers to `graph` with their data in external data
   /// files, placed and written by `out` (which it finishes).

@@ -359,9 +359,23 @@ struct ModelInput {
 
 struct ModelDecl {
   SourceRange range;
+  /// Empty for the arch's main graph; the graph's name in a several-graph
+  /// package (`model vision_encoder(...)`).
+  std::string name;
+  SourceRange nameRange;
   std::vector<ModelInput> inputs;
   std::vector<Target> outputs;
   std::vector<StmtPtr> body;
+};
+
+/// `use ARCH as ALIAS`: another arch's config (bound to the same
+/// config.json) and defs, reachable through ALIAS (`text.decoder(...)`).
+struct UseDecl {
+  SourceRange range;
+  std::string arch;
+  SourceRange archRange;
+  std::string alias; ///< the arch's name when `as` is absent
+  SourceRange aliasRange;
 };
 
 struct ArchDecl {
@@ -370,8 +384,11 @@ struct ArchDecl {
   SourceRange nameRange;
   std::vector<std::string> matches; ///< HF `architectures` class names
   std::vector<ConfigEntry> config;
+  std::vector<UseDecl> uses;
   std::vector<std::unique_ptr<DefDecl>> defs;
   std::unique_ptr<ModelDecl> model;
+  /// The named graphs of a several-graph package, in declaration order.
+  std::vector<std::unique_ptr<ModelDecl>> graphs;
 };
 
 struct ImportDecl {

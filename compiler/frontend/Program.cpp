@@ -176,6 +176,14 @@ const ast::ArchDecl *Program::selectArch(const std::string &architecture,
   return nullptr;
 }
 
+const ast::ArchDecl *Program::findArch(const std::string &name) const {
+  for (const auto &f : files)
+    for (const auto &a : f->archs)
+      if (a->name == name)
+        return a.get();
+  return nullptr;
+}
+
 std::vector<uint32_t> Program::getFileIds() const {
   std::vector<uint32_t> ids;
   for (const auto &f : files)

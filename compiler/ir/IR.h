@@ -50,6 +50,7 @@ enum class OpFamily {
   Recurrent,
   Route,
   Experts,
+  Vision,
   Control
 };
 

@@ -61,6 +61,7 @@ std::vector<OpSchema> buildTable() {
   addAttentionSchemas(defined);
   addRecurrentSchemas(defined);
   addMoeSchemas(defined);
+  addVisionSchemas(defined);
   std::vector<OpSchema> table(kNumOpKinds);
   std::vector<bool> seen(kNumOpKinds, false);
   for (OpSchema &s : defined) {

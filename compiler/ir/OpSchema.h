@@ -280,6 +280,7 @@ void addShapeSchemas(SchemaList &out);
 void addAttentionSchemas(SchemaList &out);
 void addRecurrentSchemas(SchemaList &out);
 void addMoeSchemas(SchemaList &out);
+void addVisionSchemas(SchemaList &out);
 void addStructureSchemas(SchemaList &out);
 
 } // namespace archc::ir

@@ -1075,6 +1075,7 @@ EvalValue Evaluator::eval(const ast::Expr &e, const std::shared_ptr<Env> &env) {
     fn->body = &f->body;
     fn->range = f->getRange();
     fn->closure = env;
+    fn->arch = current;
     return EvalValue::function(fn);
   }
   }
@@ -1085,14 +1086,18 @@ EvalValue Evaluator::evalName(const ast::NameExpr &e,
                               const std::shared_ptr<Env> &env) {
   if (EvalValue *v = env->lookup(e.name))
     return *v;
-  if (e.name == "batch" || e.name == "seq")
+  if (e.name == "batch" || e.name == "seq" || e.name == "images" ||
+      e.name == "max_images" || e.name == "image_tokens")
     return EvalValue::dim(ir::SymExpr::symbol(e.name));
   const ast::DefDecl *def = nullptr;
-  if (auto it = archDefs.find(e.name); it != archDefs.end())
+  bool archDef = false;
+  if (auto it = current->defs.find(e.name); it != current->defs.end()) {
     def = it->second;
-  else if (auto g = program.getDefs().find(e.name);
-           g != program.getDefs().end())
+    archDef = true;
+  } else if (auto g = program.getDefs().find(e.name);
+             g != program.getDefs().end()) {
     def = g->second;
+  }
   if (def) {
     auto fn = std::make_shared<Callable>();
     fn->name = def->name;
@@ -1100,7 +1105,9 @@ EvalValue Evaluator::evalName(const ast::NameExpr &e,
     fn->body = &def->body;
     fn->range = def->nameRange;
     // Top-level defs see only globals; arch defs see the config too.
-    fn->closure = archDefs.count(e.name) ? nullptr : std::make_shared<Env>();
+    fn->closure = archDef ? nullptr : std::make_shared<Env>();
+    if (archDef)
+      fn->arch = current;
     return EvalValue::function(fn);
   }
   error(e.getRange(), fmt::format("'{}' is not defined at this point", e.name));
@@ -1546,10 +1553,18 @@ EvalValue Evaluator::callFunction(const Callable &fn,
   std::vector<BoundArg> bound;
   if (!bindArgs(fn.name, names, required, args, argRanges, callRange, bound))
     return EvalValue::poison();
-  // Function bodies see their closure (arch config for arch defs) only.
+  // Function bodies see their closure (arch config for arch defs) only, and
+  // call the defs of the arch they belong to.
+  std::shared_ptr<const ArchScope> savedArch = current;
+  if (fn.arch)
+    current = fn.arch;
+  struct ArchGuard {
+    std::shared_ptr<const ArchScope> &current, saved;
+    ~ArchGuard() { current = saved; }
+  } archGuard{current, savedArch};
   std::shared_ptr<Env> parent = fn.closure;
   if (!parent)
-    parent = archEnvForDefs;
+    parent = current->config;
   auto env = std::make_shared<Env>(parent);
   for (size_t k = 0; k < fn.params->size(); ++k) {
     const ast::Param &p = (*fn.params)[k];
@@ -1625,7 +1640,7 @@ EvalValue Evaluator::evalCall(const ast::CallExpr &e,
       }
     }
   } else if (auto *n = dyn_cast<ast::NameExpr>(e.callee.get())) {
-    if (!env->lookup(n->name) && !archDefs.count(n->name) &&
+    if (!env->lookup(n->name) && !current->defs.count(n->name) &&
         !program.getDefs().count(n->name))
       sig = lookupFunctionBuiltin(n->name);
   }

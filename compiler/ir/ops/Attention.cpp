@@ -35,8 +35,10 @@ bool verifyRope(const Op &op, DiagnosticEngine &d) {
                              std::holds_alternative<std::string>(it->second)
                          ? std::get<std::string>(it->second)
                          : "default";
-  static const char *known[] = {"default", "linear", "dynamic",
-                                "llama3",  "yarn",   "longrope"};
+  // "mrope" (older Qwen-VL configs) is the default frequencies with
+  // mrope_section.
+  static const char *known[] = {"default", "linear",   "dynamic", "llama3",
+                                "yarn",    "longrope", "mrope"};
   for (const char *k : known)
     if (type == k)
       return true;
@@ -48,6 +50,31 @@ bool verifyRope(const Op &op, DiagnosticEngine &d) {
   return false;
 }
 
+} // namespace
+
+std::vector<int64_t> mropeSections(const Op &op) {
+  std::vector<int64_t> out;
+  const auto *sc = op.optAttr<std::shared_ptr<AttrDict>>("scaling");
+  if (!sc)
+    return out;
+  auto it = (*sc)->entries.find("mrope_section");
+  if (it == (*sc)->entries.end())
+    return out;
+  if (auto *l = std::get_if<std::vector<int64_t>>(&it->second))
+    out = *l;
+  return out;
+}
+
+bool mropeInterleaved(const Op &op) {
+  const auto *sc = op.optAttr<std::shared_ptr<AttrDict>>("scaling");
+  if (!sc)
+    return false;
+  auto it = (*sc)->entries.find("mrope_interleaved");
+  return it != (*sc)->entries.end() &&
+         std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
+}
+
+namespace {
 bool inferRope(Op &op, DiagnosticEngine &d) {
   const TensorType &x = op.getOperand(0)->type;
   const TensorType &p = op.getOperand(1)->type;
@@ -63,7 +90,11 @@ bool inferRope(Op &op, DiagnosticEngine &d) {
                   fmt::format("positions must be integers, got {}", p.str()));
     return false;
   }
-  if (p.rank() != 2 || p.dims[0] != x.dims[0] || p.dims[1] != x.dims[1]) {
+  std::vector<int64_t> sections = mropeSections(op);
+  bool multi = p.rank() == 3;
+  size_t at = multi ? 1 : 0;
+  if ((p.rank() != 2 && !multi) || p.dims[at] != x.dims[0] ||
+      p.dims[at + 1] != x.dims[1]) {
     reportOpError(d, op,
                   fmt::format("positions {} do not match [batch, "
                               "seq] of {}",
@@ -79,6 +110,22 @@ bool inferRope(Op &op, DiagnosticEngine &d) {
                               "the head dim of {}",
                               rot, x.str()));
     return false;
+  }
+  if (multi) {
+    // M-RoPE: one position row per section of frequencies.
+    int64_t total = 0;
+    for (int64_t n : sections)
+      total += n;
+    if (sections.empty() || p.dims[0] != SymExpr(int64_t(sections.size())) ||
+        total != rot / 2) {
+      reportOpError(
+          d, op,
+          fmt::format("positions {} have one row per M-RoPE axis: the "
+                      "scaling's mrope_section must list {} sections summing "
+                      "to rotary dim / 2 = {}",
+                      p.str(), p.dims[0].str(), rot / 2));
+      return false;
+    }
   }
   op.getResult()->type = x;
   return true;
@@ -173,6 +220,30 @@ bool inferAttentionOp(Op &op, DiagnosticEngine &d) {
                                 m.str(), q.dims[0].str(), k.dims[1].str()));
       return false;
     }
+  }
+  // Vision and multimodal masks: per key, per token segment, image blocks.
+  auto check2d = [&](const char *name, const SymExpr &len, const char *what) {
+    const Value *x = op.operand(name);
+    if (!x)
+      return true;
+    const TensorType &m = x->type;
+    if (m.rank() == 2 && m.dims[0] == q.dims[0] && m.dims[1] == len)
+      return true;
+    reportOpError(d, op,
+                  fmt::format("{} {} must be [batch, {}] = [{}, {}]", name,
+                              m.str(), what, q.dims[0].str(), len.str()));
+    return false;
+  };
+  if (!check2d("key_mask", k.dims[1], "keys") ||
+      !check2d("segments", q.dims[1], "seq") ||
+      !check2d("bidirectional", q.dims[1], "seq"))
+    return false;
+  if (op.hasOperand("segments") && q.dims[1] != k.dims[1]) {
+    reportOpError(d, op,
+                  fmt::format("segments need the queries to be all the keys "
+                              "(no past state), got q {} and k {}",
+                              q.str(), k.str()));
+    return false;
   }
   op.getResult()->type =
       TensorType(q.dtype, {q.dims[0], q.dims[1], q.dims[2], v.dims[3]});
@@ -443,7 +514,11 @@ void addAttentionSchemas(SchemaList &out) {
                     "longrope).")
           .language()
           .operand("x", "[batch, seq, heads, head_dim]")
-          .operand("positions", "integer [batch, seq]")
+          .operand("positions",
+                   "integer [batch, seq], or [axes, batch, seq] for M-RoPE "
+                   "(the scaling's mrope_section assigns each axis its "
+                   "frequencies: consecutive sections, or with "
+                   "mrope_interleaved the pattern t h w t h w ...)")
           .attr("theta", AttrType::Float, "the rotary base")
           .above(0)
           .optAttr("dim", AttrType::Int,
@@ -468,7 +543,10 @@ void addAttentionSchemas(SchemaList &out) {
                     "the s queries are the last s of the key positions. "
                     "Optional extra keys and values (at the same key "
                     "positions, causal but not windowed, filtered by an "
-                    "extra mask) join the same softmax.")
+                    "extra mask) join the same softmax. A query sees a key "
+                    "when causal/window allow it or both lie in one "
+                    "bidirectional run, and the padding mask, key_mask and "
+                    "segments allow it.")
           .language()
           .operand("q", "[batch, seq, heads, dk]")
           .operand("k", "[batch, keys, kv_heads, dk]")
@@ -491,6 +569,17 @@ void addAttentionSchemas(SchemaList &out) {
                       "bool [batch, keys] or [batch, seq, keys]: which extra "
                       "keys each query sees",
                       "extra_k")
+          .optOperand("key_mask",
+                      "[batch, keys]: 0 hides a key from every query "
+                      "(padded patches of a vision encoder)")
+          .optOperand("segments",
+                      "integer [batch, seq]: a query sees only keys of its "
+                      "own segment (vision windows, frames, images; no past "
+                      "state)")
+          .optOperand("bidirectional",
+                      "[batch, seq]: nonzero marks tokens; a run of marked "
+                      "tokens of the call also sees its later tokens (an "
+                      "image block, on top of causal and window)")
           .passOperand("mask", "int64 [batch, keys] padding mask "
                                "(attention-mask, kv-cache passes)")
           .result("result", "[batch, seq, heads, dv]")
