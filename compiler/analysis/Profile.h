@@ -15,6 +15,7 @@
 #include "ir/Cost.h"
 #include "ir/IR.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct ProfilePoint {
   int64_t batch = 1;
   int64_t seq = 1;  ///< new tokens per sequence
   int64_t past = 0; ///< tokens already in the cache
+  /// Other symbolic dims (a vision encoder's images, image_tokens).
+  std::map<std::string, int64_t> dims = {};
 };
 
 /// Storage precision of what ops move.

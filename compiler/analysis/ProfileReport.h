@@ -29,6 +29,10 @@ struct ProfileRequest {
   std::string format = "table"; ///< table | json | csv | md
   bool perOp = false;
   std::string profileDir;
+  /// A vision-language model's vision encoder graph: its parameters, cost
+  /// per image and the TTFT of prompts with `images` images.
+  const ir::Module *vision = nullptr;
+  int64_t images = 1;
 };
 
 /// Computes the profile as JSON. Reports and returns false on error

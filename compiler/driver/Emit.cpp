@@ -14,6 +14,8 @@
 #include "support/OutputSet.h"
 #include "support/Progress.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <unistd.h>
 
@@ -69,6 +71,11 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     req.format = opts.format;
     req.perOp = opts.perOp;
     req.profileDir = opts.profileDir;
+    // A vision-language package: its vision encoder too.
+    for (const NamedGraph &g : c.graphs)
+      if (g.name == "vision_encoder")
+        req.vision = g.module.get();
+    req.images = opts.images;
     nlohmann::ordered_json profile;
     if (!computeProfile(*c.module, req, c.sourceMgr, diags, profile))
       return false;
@@ -103,6 +110,16 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     // of a package arch is its main graph (a vision-language model's text
     // model).
     bool package = !c.graphs.empty() && (folder || o.text);
+    if (!package && !c.graphs.empty() && !o.text)
+      diags.report(Severity::Note, SourceRange(),
+                   fmt::format("'{}' is the text model (the arch's main "
+                               "graph); -o DIR/ writes the {}-graph package",
+                               opts.output, c.graphs.size()));
+    if (!package && !c.graphs.empty()) {
+      std::unique_ptr<ir::Module> all = packageWeights(c);
+      for (const ir::WeightDecl &w : all->weights)
+        o.declaredElsewhere.insert(w.pattern);
+    }
     if (!o.text)
       return package ? runOnnxPackageBackend(c, o, diags, out)
                      : runOnnxBackend(*c.module, o, diags, out);

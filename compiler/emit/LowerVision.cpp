@@ -5,8 +5,8 @@
 //   conv2d             Conv (kernel = the weight's, no padding)
 //   equal              Equal
 //   expand             Expand
-//   scatter_rows       NonZero of the mask, ScatterND (reduction add with
-//                      `accumulate`)
+//   scatter_rows       NonZero of the mask, ScatterND (with `accumulate`
+//                      the rows GatherND-ed and added first)
 //   nonzero_rows       Not(Equal(x, 0)) reduced per row; row 0 when none
 //   select_rows        Compress along axis 0
 //   patch_*            per-patch integer arithmetic on image_grid_thw: the
@@ -158,10 +158,13 @@ bool OnnxLowering::lowerVision(const ir::Op &op) {
     // Positions of the mask, row-major: [n, rank].
     std::string idx = b.node("Transpose", {b.node("NonZero", {x(1)})},
                              {OnnxAttr::list("perm", {1, 0})});
-    std::vector<OnnxAttr> attrs;
+    // With `accumulate`: the selected rows plus `rows`, written back (the
+    // positions are distinct; ScatterND's reduction="add" has no float16
+    // kernel in ONNX Runtime's CPU provider).
+    std::string rows = x(2);
     if (op.attr<bool>("accumulate"))
-      attrs.push_back(OnnxAttr::str("reduction", "add"));
-    def(r, b.node("ScatterND", {x(0), idx, x(2)}, attrs));
+      rows = b.node("Add", {b.node("GatherND", {x(0), idx}), rows});
+    def(r, b.node("ScatterND", {x(0), idx, rows}));
     return true;
   }
   case OpKind::NonzeroRows: {

@@ -155,7 +155,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   OnnxLowering lowering(m, *graph, plan, diags);
   if (!lowering.run())
     return false;
-  if (!plan.validate(diags, opts.weights))
+  if (!plan.validate(diags, opts.weights, /*reportUnused=*/true,
+                     &opts.declaredElsewhere))
     return false;
 
   if (opts.text) {

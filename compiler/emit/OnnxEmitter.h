@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 
 namespace archc {
@@ -38,6 +39,10 @@ struct OnnxEmitOptions {
   uint64_t dataChunkBytes = 0; ///< external data file limit (0 = < 2 GiB)
   /// config.json (for genai_config.json: token ids, context length, type).
   const nlohmann::json *config = nullptr;
+  /// Checkpoint tensors the arch's other graphs read (a vision-language
+  /// model's vision tower when its text model is emitted alone): not
+  /// reported as unused.
+  std::set<std::string> declaredElsewhere;
 };
 
 /// Emits the module. For text, prints to `out`.

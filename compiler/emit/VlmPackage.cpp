@@ -87,9 +87,14 @@ makeVlmGenaiConfig(const std::vector<PackageGraph> &graphs,
   ordered_json &model = root["model"];
   ordered_json &dec = model["decoder"];
   // The decoder reads embeddings (and its per-model extras), not ids.
-  ordered_json inputs = ordered_json::object();
+  // onnxruntime-genai's order: embeddings, mask, positions, then the
+  // model's extra inputs, then the cache templates.
+  ordered_json inputs = {{"inputs_embeds", "inputs_embeds"},
+                         {"attention_mask", "attention_mask"},
+                         {"position_ids", "position_ids"}};
   for (const std::string &n : inputNames(*decoder))
-    inputs[n] = n;
+    if (!inputs.contains(n))
+      inputs[n] = n;
   for (auto it = dec["inputs"].begin(); it != dec["inputs"].end(); ++it)
     if (it.key() != "input_ids" && !inputs.contains(it.key()))
       inputs[it.key()] = it.value();

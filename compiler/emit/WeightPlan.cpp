@@ -167,7 +167,8 @@ static std::string shapeStr(const std::vector<int64_t> &s) {
 }
 
 bool WeightPlan::validate(DiagnosticEngine &diags, const std::string &ckptPath,
-                          bool reportUnused) const {
+                          bool reportUnused,
+                          const std::set<std::string> *declared) const {
   if (source != WeightSource::Checkpoint || !ckpt)
     return true;
   std::vector<std::string> missing, misshaped, badType;
@@ -190,7 +191,8 @@ bool WeightPlan::validate(DiagnosticEngine &diags, const std::string &ckptPath,
   }
   std::vector<std::string> unexpected;
   for (auto &[name, t] : ckpt->tensors())
-    if (reportUnused && !index.count(name))
+    if (reportUnused && !index.count(name) &&
+        !(declared && declared->count(name)))
       unexpected.push_back(name);
   auto list = [](const std::vector<std::string> &v) {
     std::string s;

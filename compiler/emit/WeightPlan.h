@@ -19,6 +19,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,12 @@ public:
   /// model does not use are reported as a warning. No-op without a
   /// checkpoint.
   /// Without `reportUnused`, checkpoint tensors the plan does not use are
-  /// not reported (a package reports them once, over all its graphs).
+  /// not reported (a package reports them once, over all its graphs);
+  /// names in `declared` (tensors the arch's other graphs read) are not
+  /// reported either.
   bool validate(DiagnosticEngine &diags, const std::string &ckptPath,
-                bool reportUnused = true) const;
+                bool reportUnused = true,
+                const std::set<std::string> *declared = nullptr) const;
 
   /// Whether the plan uses a tensor of that name.
   bool uses(const std::string &name) const { return index.count(name) != 0; }

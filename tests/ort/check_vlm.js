@@ -78,7 +78,8 @@ async function main() {
   execFileSync(args.archc, [args.case, '-emit=onnx', '-o', pkgDir, ...(half ? ['--dtype=f16'] : [])],
     { stdio: ['ignore', 'inherit', 'inherit'] });
 
-  const exp = readSafetensors(path.join(args.case, 'expected.safetensors')).tensors;
+  const expFile = readSafetensors(path.join(args.case, 'expected.safetensors'));
+  const exp = expFile.tensors;
   const ids = exp.input_ids, ref = exp.logits;
   const [B, S] = ids.shape, V = ref.shape[2];
   const tol = relTol * Math.max(1, maxAbs(ref.data));
@@ -92,10 +93,17 @@ async function main() {
   };
   const pkg = await VlmPackage.load(pkgDir);
 
-  // Vision inputs of images [lo, hi) (Qwen: their patch rows).
+  // Images of each row, in order (generated cases may have several).
+  const perRow = expFile.metadata.images_per_row
+    ? JSON.parse(expFile.metadata.images_per_row) : new Array(B).fill(1);
+  const firstImage = (b) => perRow.slice(0, b).reduce((x, y) => x + y, 0);
+  // Vision inputs of the images of rows [lo, hi) (Qwen: their patch rows;
+  // SmolVLM: the rows' image slots).
   const qwen = type === 'qwen2_5_vl' || type === 'qwen3_vl';
-  const visionInputs = (lo, hi) => {
+  const visionInputs = (rowLo, rowHi) => {
     const v = {};
+    const lo = type === 'smolvlm' ? rowLo : firstImage(rowLo);
+    const hi = type === 'smolvlm' ? rowHi : firstImage(rowHi);
     if (qwen) {
       const g = exp.image_grid_thw;
       const counts = range(0, g.shape[0]).map((i) =>

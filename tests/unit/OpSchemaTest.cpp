@@ -86,7 +86,8 @@ TEST(OpSchema, SignaturesDeriveFromTheSchemas) {
                        "q:tensor!", "k:tensor!", "v:tensor!", "causal:bool",
                        "window:int?", "scale:float?", "softcap:float?",
                        "sinks:tensor?", "extra_k:tensor?", "extra_v:tensor?",
-                       "extra_mask:tensor?"}));
+                       "extra_mask:tensor?", "key_mask:tensor?",
+                       "segments:tensor?", "bidirectional:tensor?"}));
 }
 
 /// An op with `n` operand-less results, for accessor tests.

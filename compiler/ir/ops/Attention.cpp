@@ -375,6 +375,26 @@ bool isCached(const Value *v) {
   return def && def->getKind() == OpKind::Cache;
 }
 
+/// Keys a query sees inside its segment when the segments come from
+/// op.patch_segments (through reshapes): a frame's patches (the images'
+/// patches / images, images of one size), or a window's (window x merge)^2
+/// patches at most; 0 when the segments are of another origin.
+double segmentKeys(const Op &attn, double t, const CostContext &ctx) {
+  const Value *seg = attn.operand("segments");
+  const Op *def = seg ? seg->getDefiningOp() : nullptr;
+  while (def && def->getKind() == OpKind::Reshape)
+    def = def->getOperand(0)->getDefiningOp();
+  if (!def || def->getKind() != OpKind::PatchSegments)
+    return 0;
+  double images = ctx.dim(SymExpr::symbol("images"));
+  double frame = images > 0 ? t / images : t;
+  if (const int64_t *w = def->optAttr<int64_t>("window")) {
+    double side = static_cast<double>(*w * def->attr<int64_t>("merge"));
+    return std::min(frame, side * side);
+  }
+  return frame;
+}
+
 OpCost ropeCost(const Op &op, const CostContext &ctx) {
   OpCost c;
   const TensorType &x = op.getOperand(0)->type;
@@ -403,6 +423,10 @@ OpCost attentionCost(const Op &op, const CostContext &ctx) {
   double w = window ? static_cast<double>(*window) : 0;
   bool causal = op.attr<bool>("causal");
   double keys = visitedKeys(s, t, w, causal);
+  // Segmented (block-diagonal) attention: what a kernel over each segment
+  // visits.
+  if (double per = segmentKeys(op, t, ctx); per > 0 && !causal)
+    keys = s * per;
   // Distinct key positions read (a window bounds them); shared K = V (one
   // tensor as both) is read once.
   double span = w > 0 ? std::min(t, w + s - 1) : t;
