@@ -26,7 +26,21 @@ std::string onnxDimName(const ir::SymExpr &e) {
       {"image_tokens", "num_image_tokens"}};
   std::string s = e.str();
   auto it = names.find(s);
-  return it != names.end() ? it->second : s;
+  if (it != names.end())
+    return it->second;
+  // A vision-language package's multiples: k tokens per image are the
+  // image tokens (fixed-size towers' image_features), k patches per image
+  // token the flattened patches (Qwen-VL's pixel_values).
+  auto terms = e.getTerms();
+  if (terms.size() == 1 && terms.begin()->first.size() == 1 &&
+      terms.begin()->first[0].second == 1 && terms.begin()->second > 1) {
+    const std::string &sym = terms.begin()->first[0].first;
+    if (sym == "images")
+      return "num_image_tokens";
+    if (sym == "image_tokens")
+      return "num_patches";
+  }
+  return s;
 }
 
 OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,

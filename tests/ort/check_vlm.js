@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Checks archc's vision-language package for one Hugging Face fixture
 // (../shared/hf-golden-vlm), emitted as `archc CASE -emit=onnx -o OUT/`:
+//   (w) -emit=weights lists the checkpoint's tensors, names and shapes;
 //   (v) the vision encoder reproduces HF's image_features from pixel_values
 //       (and image_grid_thw / pixel_attention_mask);
 //   (a) vision, embedding and decoder chained reproduce the full-forward
@@ -92,6 +93,23 @@ async function main() {
     if (!ok) failures.push(label);
   };
   const pkg = await VlmPackage.load(pkgDir);
+
+  // (w) -emit=weights lists exactly the checkpoint's tensors (vision,
+  // projector, text; names, shapes).
+  if (!half) {
+    const listed = execFileSync(args.archc, [args.case, '-emit=weights'], { encoding: 'utf8' })
+      .split('\n').filter((l) => l && !l.startsWith('//'))
+      .map((l) => { const [n, rest] = [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' ') + 1)];
+        return `${n} ${rest.slice(0, rest.indexOf(']') + 1)}`; });
+    const ckpt = readSafetensors(path.join(args.case, 'model.safetensors')).tensors;
+    const want = Object.keys(ckpt).map((n) => `${n} [${ckpt[n].shape.join(', ')}]`);
+    const a = new Set(listed), b = new Set(want);
+    const missing = want.filter((x) => !a.has(x)), extra = listed.filter((x) => !b.has(x));
+    const ok = missing.length === 0 && extra.length === 0;
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} (w) -emit=weights: ${listed.length} tensors, checkpoint ${want.length}` +
+      (ok ? '' : `; missing ${missing.slice(0, 3)}, extra ${extra.slice(0, 3)}`));
+    if (!ok) failures.push('(w) weights');
+  }
 
   // Images of each row, in order (generated cases may have several).
   const perRow = expFile.metadata.images_per_row
