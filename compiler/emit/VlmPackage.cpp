@@ -79,11 +79,11 @@ nlohmann::ordered_json
 makeVlmGenaiConfig(const std::vector<PackageGraph> &graphs,
                    const std::map<std::string, std::string> &files,
                    const nlohmann::json &config,
-                   const nlohmann::json *generation) {
+                   const nlohmann::json *generation, bool kvCache) {
   using nlohmann::ordered_json;
   const ir::Module *decoder = graphNamed(graphs, "decoder");
   ordered_json root = makeGenaiConfig(*decoder, config, generation,
-                                      files.at("decoder"), /*kvCache=*/true);
+                                      files.at("decoder"), kvCache);
   ordered_json &model = root["model"];
   ordered_json &dec = model["decoder"];
   // The decoder reads embeddings (and its per-model extras), not ids.
@@ -306,8 +306,8 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
       described.push_back({l.name, l.module});
     std::string why;
     if (genaiBindsStates(*graphNamed(graphs, "decoder"), why)) {
-      nlohmann::ordered_json genai =
-          makeVlmGenaiConfig(described, files, config, &generation);
+      nlohmann::ordered_json genai = makeVlmGenaiConfig(
+          described, files, config, &generation, opts.kvCache);
       if (!writeText(set, "genai_config.json", genai.dump(4) + "\n", diags))
         return false;
     } else {

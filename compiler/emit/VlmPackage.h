@@ -38,7 +38,7 @@ nlohmann::ordered_json
 makeVlmGenaiConfig(const std::vector<PackageGraph> &graphs,
                    const std::map<std::string, std::string> &files,
                    const nlohmann::json &config,
-                   const nlohmann::json *generation);
+                   const nlohmann::json *generation, bool kvCache = true);
 
 } // namespace archc
 
