@@ -610,8 +610,13 @@ class VlmModel:
             features, extra = self.image_features(inp)
         else:
             features, extra = features
-        x = self.text.embed(ids)
         mask = ids == self.image_token
+        if self.kind == "gemma3" and self.image_token >= self.text.V:
+            # Gemma3Model looks an out-of-vocabulary image token up as id 0
+            # (its row is replaced by the features anyway).
+            x = self.text.embed(np.where(mask, 0, ids))
+        else:
+            x = self.text.embed(ids)
         if mask.sum() != features.shape[0]:
             raise ValueError(f"{mask.sum()} image tokens, {features.shape[0]} feature rows")
         x = x.copy()
