@@ -25,7 +25,7 @@ item
 importDecl : IMPORT path=STRING ';'? ;
 
 archDecl
-  : ARCH name=ID (MATCHES matches+=STRING (',' matches+=STRING)*)?
+  : ARCH name=ID (EXTENDS base=ID)? (MATCHES matches+=STRING (',' matches+=STRING)*)?
     '{' members+=archMember* '}'
   ;
 
@@ -134,6 +134,7 @@ arg : (name=ID ':')? value=expr ;
 IMPORT  : 'import' ;
 ARCH    : 'arch' ;
 MATCHES : 'matches' ;
+EXTENDS : 'extends' ;
 CONFIG  : 'config' ;
 ALIAS   : 'alias' ;
 USE     : 'use' ;

@@ -24,6 +24,14 @@ config.substitutions.append(("%archs", os.path.join(src_root, "archs")))
 config.substitutions.append(("%configs", os.path.join(src_root, "archs", "configs")))
 config.substitutions.append(("%python", "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else getattr(config, "python_executable", "python3")))
 config.excludes.append("Inputs")
+# The AST snapshot of the bundled files (docs/decisions.md): used unless the
+# site config or `--param ast_snapshot=off` disables it; tests of the
+# snapshot itself REQUIRE ast-snapshot.
+ast_snapshot = lit_config.params.get("ast_snapshot") or getattr(config, "archc_ast_snapshot", "on")
+if ast_snapshot == "off":
+    config.environment["ARCHC_AST_SNAPSHOT"] = "off"
+else:
+    config.available_features.add("ast-snapshot")
 import shutil
 if shutil.which("rsvg-convert"):
     config.available_features.add("rsvg-convert")

@@ -69,11 +69,21 @@ std::string opLabel(const ir::Op &op, const SourceMgr &sm) {
   std::string s = op.getMnemonic();
   if (op.getKind() == ir::OpKind::Param)
     s += " " + op.attr<std::string>("name");
+  // The innermost call site in the family's own file says more than a std
+  // line: the family file is the one of the outermost call site (the model
+  // body), and a std skeleton (decoder_lm) calling back into the family's
+  // layer code must not label every op with its own call.
   SourceRange r = op.getLoc().range;
-  // The outermost call site in the main file says more than a std line.
-  for (const ir::InlineFrame *f = op.getLoc().inlinedAt.get(); f;
-       f = f->parent.get())
-    r = f->callSite;
+  const ir::InlineFrame *outermost = op.getLoc().inlinedAt.get();
+  while (outermost && outermost->parent)
+    outermost = outermost->parent.get();
+  if (outermost && r.begin.fileId != outermost->callSite.begin.fileId)
+    for (const ir::InlineFrame *f = op.getLoc().inlinedAt.get(); f;
+         f = f->parent.get())
+      if (f->callSite.begin.fileId == outermost->callSite.begin.fileId) {
+        r = f->callSite;
+        break;
+      }
   if (r.isValid())
     s += fmt::format(
         " @{}:{}",

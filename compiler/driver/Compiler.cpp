@@ -7,6 +7,7 @@
 #include "driver/Compiler.h"
 
 #include "driver/ArchCatalog.h"
+#include "frontend/BundledSnapshot.h"
 #include "frontend/Sema.h"
 #include "ir/Verifier.h"
 #include "irgen/ConfigBinder.h"
@@ -14,6 +15,7 @@
 #include "passes/Passes.h"
 
 #include <filesystem>
+#include <iostream>
 
 namespace archc {
 
@@ -110,6 +112,15 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
       return false;
     }
   }
+  if (!opts.astSnapshot || opts.traceAstSnapshot) {
+    std::string status = "disabled (--no-ast-snapshot)";
+    const AstSnapshot *snapshot =
+        opts.astSnapshot ? bundledAstSnapshot(&status) : nullptr;
+    std::ostream *trace = opts.traceAstSnapshot ? &std::cerr : nullptr;
+    if (trace)
+      *trace << "archc: ast-snapshot: " << status << "\n";
+    c.program.setAstSnapshot(snapshot, trace);
+  }
   if (!c.program.load(input, opts.includeDirs, c.sourceMgr, diags))
     return false;
   // A file of defs only (a library) gets its static checks.
@@ -144,9 +155,9 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
 
   // The main graph, then each named graph of a package, each its own module
   // with its own pass pipeline.
-  std::vector<const ast::ModelDecl *> models = {c.arch->model.get()};
-  for (const auto &g : c.arch->graphs)
-    models.push_back(g.get());
+  std::vector<const ast::ModelDecl *> models = {c.arch->effectiveModel};
+  models.insert(models.end(), c.arch->allGraphs.begin(),
+                c.arch->allGraphs.end());
   for (const ast::ModelDecl *model : models) {
     auto mod = std::make_unique<ir::Module>();
     ir::Module &m = *mod;

@@ -54,6 +54,10 @@ Pipeline and debugging:
   --error-limit=<n>    stop after n errors (default 20, 0 = no limit)
   --print-op-reference print the IR op reference (docs/ir.md) and exit
   -I <dir>             add an import search directory
+  --no-ast-snapshot    parse the bundled .arch files instead of taking
+                       their ASTs from the build's snapshot
+  --trace-ast-snapshot say on stderr whether each file was parsed or taken
+                       from the snapshot, and why
 
 Profile (-emit=profile):
   --batch=<n[,n]>      batch size(s) (default 1)
@@ -249,6 +253,14 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       o.printLoc = true;
     } else if (name == "--no-verify-each") {
       o.verifyEach = false;
+    } else if (name == "--no-ast-snapshot") {
+      if (!noValue())
+        return false;
+      o.astSnapshot = false;
+    } else if (name == "--trace-ast-snapshot") {
+      if (!noValue())
+        return false;
+      o.traceAstSnapshot = true;
     } else if (name == "--verify-diagnostics") {
       o.verifyDiagnostics = true;
     } else if (name == "--error-limit") {

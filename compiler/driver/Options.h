@@ -32,6 +32,10 @@ struct Options {
   bool verifyDiagnostics = false;
   unsigned errorLimit = 20;
   std::string dtype; ///< activation/weight dtype override
+  /// Take unmodified bundled files' ASTs from the build's AST snapshot
+  /// (--no-ast-snapshot: parse every file).
+  bool astSnapshot = true;
+  bool traceAstSnapshot = false; ///< say on stderr how each file was loaded
 
   // Profile.
   std::vector<int64_t> batch = {1};

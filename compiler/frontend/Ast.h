@@ -382,13 +382,30 @@ struct ArchDecl {
   SourceRange range;
   std::string name;
   SourceRange nameRange;
+  /// `extends BASE`: the arch this one refines (empty when none).
+  std::string base;
+  SourceRange baseRange;
   std::vector<std::string> matches; ///< HF `architectures` class names
+  // The members as written in this arch.
   std::vector<ConfigEntry> config;
   std::vector<UseDecl> uses;
   std::vector<std::unique_ptr<DefDecl>> defs;
   std::unique_ptr<ModelDecl> model;
   /// The named graphs of a several-graph package, in declaration order.
   std::vector<std::unique_ptr<ModelDecl>> graphs;
+
+  // The effective members, set when the program resolves `extends`
+  // (Program::load): the base's config entries with the fields and lets
+  // this arch redeclares replaced in place, then this arch's new entries
+  // (checks of both); the base's defs with this arch's overriding those of
+  // the same name; the base's uses and named graphs likewise (by alias, by
+  // graph name); this arch's model, else the base's. Without a base they
+  // view the arch's own members. Later stages read only these.
+  std::vector<const ConfigEntry *> allConfig;
+  std::vector<const UseDecl *> allUses;
+  std::vector<const DefDecl *> allDefs;
+  const ModelDecl *effectiveModel = nullptr;
+  std::vector<const ModelDecl *> allGraphs;
 };
 
 struct ImportDecl {

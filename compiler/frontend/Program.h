@@ -14,14 +14,30 @@
 
 #include <map>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace archc {
 
+class AstSnapshot;
+
 class Program {
 public:
+  /// Where load() takes the ASTs of bundled files from instead of parsing
+  /// them: a file under bundledArchsDir() whose text `snapshot` holds is
+  /// decoded from it (AstSnapshot.h), every other file is parsed. Without
+  /// this call, the snapshot beside the executable (bundledAstSnapshot());
+  /// null parses every file. `trace`, when given, receives one line per
+  /// file saying how it was loaded and why.
+  void setAstSnapshot(const AstSnapshot *snapshot,
+                      std::ostream *trace = nullptr) {
+    astSnapshot = snapshot;
+    astSnapshotSet = true;
+    astSnapshotTrace = trace;
+  }
+
   /// Loads `path` and its imports. Returns false after reporting errors.
   bool load(const std::string &path,
             const std::vector<std::string> &includeDirs, SourceMgr &sm,
@@ -50,7 +66,20 @@ private:
   std::vector<std::unique_ptr<ast::File>> files;
   std::map<std::string, const ast::DefDecl *> defs;
   std::set<std::string> loadedCanonical;
-  bool loadFile(const std::string &path, SourceRange importedAt,
+  const AstSnapshot *astSnapshot = nullptr;
+  bool astSnapshotSet = false;
+  std::ostream *astSnapshotTrace = nullptr;
+  std::string bundledDirPrefix; ///< canonical bundledArchsDir() + '/'
+  /// Resolves `extends` across every loaded file: each arch's effective
+  /// members (ast::ArchDecl::allConfig, allDefs, effectiveModel).
+  bool resolveArchs(DiagnosticEngine &diags);
+  /// The AST of the loaded file `fileId`: from the AST snapshot when it
+  /// holds this bundled file's text, else parsed.
+  std::unique_ptr<ast::File> restoreOrParse(const std::string &canonicalPath,
+                                            uint32_t fileId, SourceMgr &sm,
+                                            DiagnosticEngine &diags);
+  bool loadFile(const std::string &path, const std::string &canonicalPath,
+                SourceRange importedAt,
                 const std::vector<std::string> &includeDirs, SourceMgr &sm,
                 DiagnosticEngine &diags, unsigned depth);
 };

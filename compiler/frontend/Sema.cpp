@@ -68,22 +68,25 @@ public:
   SemaChecker(const Program &p, DiagnosticEngine &d) : program(p), diags(d) {}
 
   void checkArch(const ast::ArchDecl &arch) {
-    // Arch scope: config names and arch defs.
-    archScope.parent = &globalScope;
+    // Duplicates among this arch's own members (a base's are overridden,
+    // not duplicated).
     std::map<std::string, SourceRange> seen;
     for (const ast::ConfigEntry &e : arch.config) {
       if (e.kind == ast::ConfigEntry::Kind::Check)
         continue;
       auto [it, inserted] = seen.emplace(e.name, e.nameRange);
-      if (!inserted) {
+      if (!inserted)
         diags.error(e.nameRange, "duplicate config field '{}'", e.name)
             .notes.push_back({it->second, "previous declaration is here"});
-        continue;
-      }
-      archScope.names.insert(e.name);
     }
-    std::map<std::string, const ast::DefDecl *> archDefs;
-    for (const ast::UseDecl &u : arch.uses) {
+    // The effective uses (inherited ones included); an alias may not
+    // shadow a config field or let.
+    std::map<std::string, SourceRange> names;
+    for (const ast::ConfigEntry *e : arch.allConfig)
+      if (e->kind != ast::ConfigEntry::Kind::Check)
+        names.emplace(e->name, e->nameRange);
+    for (const ast::UseDecl *use : arch.allUses) {
+      const ast::UseDecl &u = *use;
       const ast::ArchDecl *used = program.findArch(u.arch);
       if (!used) {
         auto &d =
@@ -102,7 +105,7 @@ public:
         diags.error(u.archRange, "arch '{}' cannot use itself", u.arch);
         continue;
       }
-      auto [it, inserted] = seen.emplace(u.alias, u.aliasRange);
+      auto [it, inserted] = names.emplace(u.alias, u.aliasRange);
       if (!inserted) {
         diags
             .error(u.aliasRange, "'{}' is already declared in this arch",
@@ -113,29 +116,38 @@ public:
       archScope.names.insert(u.alias);
       uses[u.alias] = used;
     }
+    std::map<std::string, const ast::DefDecl *> ownDefs;
     for (const auto &def : arch.defs) {
-      auto [it, inserted] = archDefs.emplace(def->name, def.get());
+      auto [it, inserted] = ownDefs.emplace(def->name, def.get());
       if (!inserted)
         diags.error(def->nameRange, "redefinition of '{}'", def->name)
             .notes.push_back(
                 {it->second->nameRange, "previous definition is here"});
+    }
+    // Arch scope: the effective config names and arch defs (inherited ones
+    // included), each checked in this arch's scope.
+    archScope.parent = &globalScope;
+    for (const ast::ConfigEntry *e : arch.allConfig)
+      if (e->kind != ast::ConfigEntry::Kind::Check)
+        archScope.names.insert(e->name);
+    for (const ast::DefDecl *def : arch.allDefs) {
       archScope.names.insert(def->name);
-      localDefs[def->name] = def.get();
+      localDefs[def->name] = def;
     }
-    for (const ast::ConfigEntry &e : arch.config) {
-      if (e.type)
-        checkType(*e.type);
-      if (e.value)
-        checkExpr(*e.value, archScope);
+    for (const ast::ConfigEntry *e : arch.allConfig) {
+      if (e->type)
+        checkType(*e->type);
+      if (e->value)
+        checkExpr(*e->value, archScope);
     }
-    for (const auto &def : arch.defs)
+    for (const ast::DefDecl *def : arch.allDefs)
       checkDef(*def, archScope);
-    if (!arch.model) {
+    if (!arch.effectiveModel) {
       diags.error(arch.nameRange, "arch '{}' has no model", arch.name);
       return;
     }
-    checkModel(*arch.model);
-    for (const auto &g : arch.graphs)
+    checkModel(*arch.effectiveModel);
+    for (const ast::ModelDecl *g : arch.allGraphs)
       checkModel(*g);
   }
 
@@ -394,13 +406,13 @@ private:
     if (!used)
       return;
     std::vector<std::string> names;
-    for (const ast::ConfigEntry &e : used->config)
-      if (e.kind != ast::ConfigEntry::Kind::Check)
-        names.push_back(e.name);
-    for (const auto &def : used->defs)
+    for (const ast::ConfigEntry *e : used->allConfig)
+      if (e->kind != ast::ConfigEntry::Kind::Check)
+        names.push_back(e->name);
+    for (const ast::DefDecl *def : used->allDefs)
       names.push_back(def->name);
-    for (const auto &u : used->uses)
-      names.push_back(u.alias);
+    for (const ast::UseDecl *u : used->allUses)
+      names.push_back(u->alias);
     if (std::find(names.begin(), names.end(), m.member) != names.end())
       return;
     auto &d =
@@ -418,9 +430,9 @@ private:
     const ast::ArchDecl *used = usedArch(*m.base, scope);
     if (!used)
       return nullptr;
-    for (const auto &def : used->defs)
+    for (const ast::DefDecl *def : used->allDefs)
       if (def->name == m.member)
-        return def.get();
+        return def;
     return nullptr;
   }
 

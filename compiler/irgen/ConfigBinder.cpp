@@ -145,18 +145,19 @@ public:
          DiagnosticEngine &diags, std::shared_ptr<Env> parent = nullptr)
       : arch(arch), cfg(cfg), eval(eval), diags(diags),
         env(std::make_shared<Env>(std::move(parent))) {
-    for (const ast::ConfigEntry &e : arch.config)
-      if (e.kind != ast::ConfigEntry::Kind::Check)
-        entries[e.name] = &e;
+    for (const ast::ConfigEntry *e : arch.allConfig)
+      if (e->kind != ast::ConfigEntry::Kind::Check)
+        entries[e->name] = e;
   }
 
   std::shared_ptr<Env> run() {
-    for (const ast::ConfigEntry &e : arch.config)
-      if (e.kind != ast::ConfigEntry::Kind::Check)
-        resolve(e.name);
+    for (const ast::ConfigEntry *e : arch.allConfig)
+      if (e->kind != ast::ConfigEntry::Kind::Check)
+        resolve(e->name);
     if (diags.getNumErrors() != errorsAtStart)
       return nullptr;
-    for (const ast::ConfigEntry &e : arch.config) {
+    for (const ast::ConfigEntry *entry : arch.allConfig) {
+      const ast::ConfigEntry &e = *entry;
       if (e.kind != ast::ConfigEntry::Kind::Check)
         continue;
       EvalValue v = eval.eval(*e.value, env);
@@ -320,15 +321,16 @@ std::shared_ptr<Env> bindWithUses(const ast::ArchDecl &arch,
                                   DiagnosticEngine &diags,
                                   const Program &program, unsigned depth) {
   std::shared_ptr<Env> uses;
-  if (!arch.uses.empty()) {
+  if (!arch.allUses.empty()) {
     if (depth > 16) {
-      diags.error(arch.uses.front().range,
+      diags.error(arch.allUses.front()->range,
                   "'use' chain deeper than 16 archs (archs using each "
                   "other?)");
       return nullptr;
     }
     uses = std::make_shared<Env>();
-    for (const ast::UseDecl &u : arch.uses) {
+    for (const ast::UseDecl *use : arch.allUses) {
+      const ast::UseDecl &u = *use;
       const ast::ArchDecl *used = program.findArch(u.arch);
       if (!used) {
         diags.error(u.archRange, "no arch named '{}' is loaded", u.arch);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 #include <set>
 #include <unordered_map>
 
@@ -141,16 +142,182 @@ bool exprUses(const ast::Expr &e, const std::string &name) {
     return false;
   }
 }
+/// Decides whether a call is a pure computation of its arguments, so that a
+/// call with pure arguments can be a layer key (a per-layer `kind(i)`):
+/// pure built-ins, and functions whose body only binds names, branches,
+/// checks and returns expressions of that kind (no op, no weight, no scope,
+/// no loop, no anonymous function, no call of a parameter or local). Callee
+/// names resolve as the evaluator resolves them: the environment, then the
+/// arch's and the program's defs, then the built-ins. Recursion counts as
+/// impure.
+class PureCalls {
+public:
+  using GlobalDefs = std::map<std::string, const ast::DefDecl *>;
+  /// `globals` are the program's top-level defs; `arch` the defs and config
+  /// of the arch whose code runs (a def of another arch, reached through
+  /// `use`, resolves names in its own).
+  PureCalls(const GlobalDefs &globals, std::shared_ptr<const ArchScope> arch)
+      : globals(globals), arch(std::move(arch)) {}
+
+  /// Whether calling `name`, looked up in `env`, is pure.
+  bool callee(const std::string &name, const std::shared_ptr<Env> &env) {
+    if (env)
+      if (EvalValue *v = env->lookup(name)) {
+        if (v->getKind() != EvalValue::Kind::Function)
+          return false;
+        const Callable &fn = *v->getFunction();
+        std::shared_ptr<const ArchScope> saved = arch;
+        if (fn.arch)
+          arch = fn.arch;
+        bool pure = function(*fn.params, *fn.body,
+                             fn.closure ? fn.closure : arch->config);
+        arch = saved;
+        return pure;
+      }
+    if (const ast::DefDecl *d = def(name))
+      return function(d->params, d->body, arch->config);
+    static const std::set<std::string> builtins = {
+        "len",  "min", "max", "int", "float", "str", "get",
+        "sqrt", "log", "exp", "pow", "floor", "ceil"};
+    return builtins.count(name) != 0;
+  }
+
+private:
+  const GlobalDefs &globals;
+  std::shared_ptr<const ArchScope> arch;
+  std::set<const void *> active; ///< bodies being checked
+
+  /// The def `name` resolves to: the arch's, then the program's.
+  const ast::DefDecl *def(const std::string &name) const {
+    if (auto it = arch->defs.find(name); it != arch->defs.end())
+      return it->second;
+    auto g = globals.find(name);
+    return g != globals.end() ? g->second : nullptr;
+  }
+
+  /// A function body; `locals` are its parameters and assigned names.
+  bool function(const std::vector<ast::Param> &params,
+                const std::vector<ast::StmtPtr> &body,
+                const std::shared_ptr<Env> &closure) {
+    if (!active.insert(&body).second)
+      return false;
+    std::set<std::string> locals;
+    for (const ast::Param &p : params)
+      locals.insert(p.name);
+    std::vector<std::string> assigned;
+    collectAssigned(body, assigned);
+    locals.insert(assigned.begin(), assigned.end());
+    bool ok = true;
+    for (const ast::Param &p : params)
+      ok = ok && (!p.defaultValue || expr(*p.defaultValue, {}, closure));
+    ok = ok && stmts(body, locals, closure);
+    active.erase(&body);
+    return ok;
+  }
+
+  bool stmts(const std::vector<ast::StmtPtr> &body,
+             const std::set<std::string> &locals,
+             const std::shared_ptr<Env> &closure) {
+    for (const auto &s : body) {
+      switch (s->getKind()) {
+      case ast::Stmt::Kind::Assign:
+        if (!expr(*cast<ast::AssignStmt>(s.get())->value, locals, closure))
+          return false;
+        break;
+      case ast::Stmt::Kind::AugAssign:
+        if (!expr(*cast<ast::AugAssignStmt>(s.get())->value, locals, closure))
+          return false;
+        break;
+      case ast::Stmt::Kind::If: {
+        auto *i = cast<ast::IfStmt>(s.get());
+        if (!expr(*i->cond, locals, closure) ||
+            !stmts(i->then, locals, closure) ||
+            !stmts(i->otherwise, locals, closure))
+          return false;
+        break;
+      }
+      case ast::Stmt::Kind::Return:
+        for (auto &v : cast<ast::ReturnStmt>(s.get())->values)
+          if (!expr(*v, locals, closure))
+            return false;
+        break;
+      case ast::Stmt::Kind::Check:
+        if (!expr(*cast<ast::CheckStmt>(s.get())->cond, locals, closure))
+          return false;
+        break;
+      case ast::Stmt::Kind::Error:
+        break;
+      case ast::Stmt::Kind::For:
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool expr(const ast::Expr &e, const std::set<std::string> &locals,
+            const std::shared_ptr<Env> &closure) {
+    auto sub = [&](const ast::Expr &x) { return expr(x, locals, closure); };
+    switch (e.getKind()) {
+    case ast::Expr::Kind::Int:
+    case ast::Expr::Kind::Float:
+    case ast::Expr::Kind::String:
+    case ast::Expr::Kind::Bool:
+    case ast::Expr::Kind::None:
+      return true;
+    case ast::Expr::Kind::Name:
+      return cast<ast::NameExpr>(&e)->name != "op";
+    case ast::Expr::Kind::List:
+      for (auto &x : cast<ast::ListExpr>(&e)->elems)
+        if (!sub(*x))
+          return false;
+      return true;
+    case ast::Expr::Kind::Member:
+      return sub(*cast<ast::MemberExpr>(&e)->base);
+    case ast::Expr::Kind::Index:
+      return sub(*cast<ast::IndexExpr>(&e)->base) &&
+             sub(*cast<ast::IndexExpr>(&e)->index);
+    case ast::Expr::Kind::Unary:
+      return sub(*cast<ast::UnaryExpr>(&e)->operand);
+    case ast::Expr::Kind::Binary:
+      return sub(*cast<ast::BinaryExpr>(&e)->lhs) &&
+             sub(*cast<ast::BinaryExpr>(&e)->rhs);
+    case ast::Expr::Kind::In:
+      return sub(*cast<ast::InExpr>(&e)->lhs) &&
+             sub(*cast<ast::InExpr>(&e)->rhs);
+    case ast::Expr::Kind::Cond:
+      return sub(*cast<ast::CondExpr>(&e)->cond) &&
+             sub(*cast<ast::CondExpr>(&e)->then) &&
+             sub(*cast<ast::CondExpr>(&e)->otherwise);
+    case ast::Expr::Kind::Call: {
+      auto *c = cast<ast::CallExpr>(&e);
+      auto *n = dyn_cast<ast::NameExpr>(c->callee.get());
+      if (!n || locals.count(n->name) || !callee(n->name, closure))
+        return false;
+      for (auto &a : c->args)
+        if (!sub(*a.value))
+          return false;
+      return true;
+    }
+    default:
+      return false;
+    }
+  }
+};
+
 /// Finds the expressions through which a loop variable can influence the IR
 /// of a layer: the maximal pure scalar expressions (literals, the variable,
 /// names not assigned in the body, operators, indexing, members and pure
-/// built-in functions) that mention it. Layers whose key expressions have
-/// equal values evaluate to identical bodies.
+/// calls, see PureCalls) that mention it, in every branch of the body.
+/// Layers whose key expressions have equal values (a failed evaluation
+/// counting as one more value) evaluate to identical bodies; see
+/// Evaluator::execFor.
 class LayerKeyCollector {
 public:
+  /// `env` is the environment the loop runs in (for resolving callees).
   LayerKeyCollector(const std::string &var,
-                    const std::vector<ast::StmtPtr> &body)
-      : var(var) {
+                    const std::vector<ast::StmtPtr> &body, PureCalls &calls,
+                    std::shared_ptr<Env> env)
+      : var(var), calls(calls), env(std::move(env)) {
     std::vector<std::string> names;
     collectAssigned(body, names);
     unsafe.insert(names.begin(), names.end());
@@ -162,9 +329,11 @@ public:
 
 private:
   const std::string &var;
+  PureCalls &calls;
+  std::shared_ptr<Env> env;
   std::set<std::string> unsafe;
 
-  bool pure(const ast::Expr &e) const {
+  bool pure(const ast::Expr &e) {
     switch (e.getKind()) {
     case ast::Expr::Kind::Int:
     case ast::Expr::Kind::Float:
@@ -201,10 +370,7 @@ private:
     case ast::Expr::Kind::Call: {
       auto *c = cast<ast::CallExpr>(&e);
       auto *n = dyn_cast<ast::NameExpr>(c->callee.get());
-      static const std::set<std::string> pureFns = {
-          "len",  "min", "max", "int", "float", "str", "get",
-          "sqrt", "log", "exp", "pow", "floor", "ceil"};
-      if (!n || !pureFns.count(n->name) || unsafe.count(n->name))
+      if (!n || unsafe.count(n->name) || !calls.callee(n->name, env))
         return false;
       for (auto &a : c->args)
         if (!pure(*a.value))
@@ -867,32 +1033,69 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
   ir::Block *savedBlock = block;
   Flow result = Flow::Normal;
   // Layer keys: the values of the pure expressions through which the loop
-  // variable enters the body. Layers with equal keys evaluate to identical
-  // bodies, so each distinct key is evaluated once (a body that never reads
-  // the variable has the empty key: one evaluation for all layers).
-  LayerKeyCollector keyExprs(s.var.name, s.body);
+  // variable enters the body (LayerKeyCollector), each evaluated
+  // speculatively for every layer. Layers with equal key tuples evaluate to
+  // identical bodies, so each distinct tuple is evaluated once (a body that
+  // never reads the variable has the empty key: one evaluation for all
+  // layers).
+  //
+  // A key may fail to evaluate (poison): `layer_types[i]` when there is no
+  // layer_types, `compress_ratios[i] == 4` on a config that gives
+  // layer_types instead - the natural `if / else if` chain over optional
+  // config fields. A failure is one more key value, equal only to a
+  // failure, and that is sound:
+  // - A key reads only the loop variable and names the body never assigns,
+  //   and calls only pure functions (whose results depend on their
+  //   arguments and on closures that are the same for every layer), so its
+  //   speculative value is the value it has wherever the body evaluates it,
+  //   a failure included (diagnostics never feed back into values).
+  // - Every use of the variable in the body lies inside a key, and the
+  //   evaluation is deterministic in the values it reads. Branch
+  //   conditions are no exception: a condition that mentions the variable
+  //   is a key or is built from keys, one that does not is the same on
+  //   every layer. So two layers with equal key tuples take the same
+  //   branches and compute the same values at every step: identical bodies.
+  // - A failed key that the body does evaluate fails there too and reports
+  //   its error; the loop then stops and nothing is memoised. A memoised
+  //   failure is therefore a key in a branch the layer did not take, and an
+  //   equal tuple makes the other layer skip it as well.
+  // Tensor-valued keys (arithmetic with a tensor from outside the loop) are
+  // not comparable across layers: such a layer is evaluated, not reused.
+  // Names resolve in the arch whose code runs the loop (a used arch's own
+  // defs and config inside its defs).
+  PureCalls pureCalls(program.getDefs(), current);
+  LayerKeyCollector keyExprs(s.var.name, s.body, pureCalls, env);
   struct Memo {
     std::vector<EvalValue> key;
     size_t kind;
     std::vector<size_t> weightDecls; ///< {i} declarations of that layer
   };
   std::vector<Memo> memos;
+  auto sameKeyValue = [](const EvalValue &a, const EvalValue &b) {
+    if (a.isPoison() || b.isPoison())
+      return a.isPoison() && b.isPoison();
+    return a.equals(b);
+  };
   for (int64_t l = begin; l < end; ++l) {
-    // Compute this layer's key speculatively (no diagnostics kept).
+    // Compute this layer's key speculatively: no diagnostics kept, and any
+    // op a key creates goes to a scratch block that is dropped.
     std::vector<EvalValue> key;
     bool keyed = keyExprs.ok;
     if (keyed) {
       auto probeEnv = std::make_shared<Env>(env);
       probeEnv->define(s.var.name, EvalValue::index("i", l));
       DiagnosticEngine::Checkpoint cp = diags.save();
+      ir::Block scratch;
+      block = &scratch;
       for (const ast::Expr *k : keyExprs.keys) {
         EvalValue v = eval(*k, probeEnv);
-        if (v.isPoison() || v.isTensor()) {
+        if (v.isTensor()) {
           keyed = false;
           break;
         }
         key.push_back(std::move(v));
       }
+      block = savedBlock;
       diags.restore(cp);
     }
     if (keyed) {
@@ -900,7 +1103,7 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
       for (const Memo &m : memos) {
         bool same = m.key.size() == key.size();
         for (size_t k = 0; same && k < key.size(); ++k)
-          same = m.key[k].equals(key[k]);
+          same = sameKeyValue(m.key[k], key[k]);
         if (same) {
           hit = &m;
           break;
@@ -913,9 +1116,11 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
           declared.emplace(std::make_pair(module.weights[w].pattern, l),
                            module.weights[w].loc);
         }
+        ++stats.layerBodiesReused;
         continue;
       }
     }
+    ++stats.layerBodiesEvaluated;
     std::vector<size_t> layersBefore;
     for (const ir::WeightDecl &w : module.weights)
       layersBefore.push_back(w.layers.size());

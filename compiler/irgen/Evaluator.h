@@ -60,8 +60,19 @@ public:
   std::string interpolate(const std::string &text, SourceRange range,
                           const std::shared_ptr<Env> &env, bool keepIndices);
 
+  /// Counters of layer-loop evaluation (over all layer loops evaluated so
+  /// far): how many layer bodies were evaluated, and how many layers reused
+  /// the body of an earlier layer with the same layer key instead.
+  struct Stats {
+    int64_t layerBodiesEvaluated = 0;
+    int64_t layerBodiesReused = 0;
+  };
+  const Stats &getStats() const { return stats; }
+
 private:
   enum class Flow { Normal, Return, Abort };
+
+  Stats stats;
 
   const Program &program;
   DiagnosticEngine &diags;

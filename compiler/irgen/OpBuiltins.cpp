@@ -417,14 +417,14 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
 EvalValue Evaluator::archNamespace(const ast::ArchDecl &a,
                                    std::shared_ptr<Env> config) {
   auto scope = std::make_shared<ArchScope>();
-  for (const auto &def : a.defs)
-    scope->defs[def->name] = def.get();
+  for (const ast::DefDecl *def : a.allDefs)
+    scope->defs[def->name] = def;
   scope->config = config;
   std::map<std::string, EvalValue> entries;
   for (auto *env = config.get(); env; env = env->getParent().get())
     for (auto &[name, value] : env->locals())
       entries.emplace(name, value);
-  for (const auto &def : a.defs) {
+  for (const ast::DefDecl *def : a.allDefs) {
     auto fn = std::make_shared<Callable>();
     fn->name = a.name + "." + def->name;
     fn->params = &def->params;
@@ -441,12 +441,12 @@ bool Evaluator::buildModel(const ast::ArchDecl &a,
                            const ast::ModelDecl *graph) {
   arch = &a;
   auto scope = std::make_shared<ArchScope>();
-  for (const auto &def : a.defs)
-    scope->defs[def->name] = def.get();
+  for (const ast::DefDecl *def : a.allDefs)
+    scope->defs[def->name] = def;
   scope->config = configEnv;
   current = scope;
   unsigned before = diags.getNumErrors();
-  const ast::ModelDecl &model = graph ? *graph : *a.model;
+  const ast::ModelDecl &model = graph ? *graph : *a.effectiveModel;
   ir::Graph &g = module.graph;
   auto env = std::make_shared<Env>(configEnv);
   for (const ast::ModelInput &in : model.inputs) {

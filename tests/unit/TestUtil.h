@@ -91,8 +91,8 @@ arch tiny matches "TinyForCausalLM" {
     x = op.gather(embed, input_ids)
     for i in 0 .. num_hidden_layers @ "model.layers.{i}" {
       h = rms_norm(x, hidden_size, rms_norm_eps) @ "input_layernorm"
-      x += gqa_attention(h, position_ids, hidden_size, num_attention_heads,
-                         num_key_value_heads, head_dim, rope_theta) @ "self_attn"
+      x += attention(h, position_ids, hidden_size, num_attention_heads,
+                     num_key_value_heads, head_dim, rope_theta) @ "self_attn"
       h = rms_norm(x, hidden_size, rms_norm_eps) @ "post_attention_layernorm"
       x += gated_mlp(h, hidden_size, intermediate_size) @ "mlp"
     }

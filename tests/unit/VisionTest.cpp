@@ -159,6 +159,41 @@ TEST(Package, DeadCodeKeepsTheWeightsDeclared) {
   EXPECT_EQ(count(v, ir::OpKind::MatMul), 1u);
 }
 
+// Gemma 3's decoder graph passes token_type_ids to every attention through
+// gemma3.arch's lm (the `image_blocks` hook, std attention's
+// `bidirectional`); its text model, the same lm unhooked, passes nothing.
+TEST(Package, Gemma3ImageBlocksReachEveryAttention) {
+  Options opts;
+  opts.input = std::string(ARCHC_SOURCE_DIR) + "/archs/gemma3_multimodal.arch";
+  opts.config = std::string(ARCHC_SOURCE_DIR) +
+                "/archs/configs/tiny/gemma3_multimodal.json";
+  opts.emit = EmitTarget::IR;
+  Compiled c;
+  c.c = std::make_unique<Compilation>();
+  c.c->diags->setCapture(true);
+  std::ostringstream ir;
+  c.ok = compileModule(opts, *c.c, ir);
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  const ir::Module &decoder = *graph(c, "decoder");
+  const ir::Value *blocks = nullptr;
+  for (const auto &a : decoder.graph.body.getArguments())
+    if (a->name == "token_type_ids")
+      blocks = a.get();
+  ASSERT_TRUE(blocks);
+  size_t attentions = 0;
+  ir::walk(decoder.graph.body, [&](const ir::Op &op) {
+    if (op.getKind() != ir::OpKind::Attention)
+      return;
+    ++attentions;
+    EXPECT_EQ(op.operand("bidirectional"), blocks);
+  });
+  // Two layer kinds (sliding, full), one body each.
+  EXPECT_EQ(attentions, 2u);
+  const ir::Op *text = first(*c.c->module, ir::OpKind::Attention);
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->operand("bidirectional"), nullptr);
+}
+
 TEST(Package, ProfileOfTheVisionEncoderBindsImages) {
   ScratchDir d;
   auto c = compileDefault(d, kPackageArch, kPackageConfig);

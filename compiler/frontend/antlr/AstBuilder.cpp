@@ -146,6 +146,10 @@ private:
     result->range = m.range(ctx);
     result->name = ctx->name->getText();
     result->nameRange = m.range(ctx->name);
+    if (ctx->base) {
+      result->base = ctx->base->getText();
+      result->baseRange = m.range(ctx->base);
+    }
     for (antlr4::Token *s : ctx->matches)
       result->matches.push_back(unescape(s->getText()));
     ast::ArchDecl *outer = arch;
