@@ -8,11 +8,14 @@ Usage: run_benchmarks.py [--archc BIN] [--runs N] [profile] [onnx] [weights]
   onnx      -emit=onnx without weight data (sparse external-data layout)
   weights   -emit=onnx --weights on a synthetic 3.85 GB bf16 checkpoint
             (bench/make_checkpoint.py), compared with cp of the same file
+  qweights  the same checkpoint to int4 / int8 (--quant), and its FP8 form
+            (F8_E4M3 + weight_scale_inv) to bf16 and int4
 
 Each measurement is one child process; wall time from fork to exit, peak RSS
 from wait4's rusage (ru_maxrss) of that child alone. Prints the median and
 min/max. Run on an otherwise idle machine; results go to docs/performance.md.
 """
+import json
 import os
 import shutil
 import statistics
@@ -124,6 +127,45 @@ def bench_weights(archc, runs):
             report(label, samples)
 
 
+def bench_quant_weights(archc, runs):
+    print("== -emit=onnx --weights with quantization: synthetic Llama (4 layers, Llama-3.1-8B widths)")
+    cfg = os.path.join(ROOT, "archs", "configs", "bench", "llama-bench-4l.json")
+    arch = os.path.join(ROOT, "archs", "llama.arch")
+    with tempfile.TemporaryDirectory(dir=ROOT) as d:
+        weights = subprocess.run([archc, arch, "--config", cfg, "-emit=weights"],
+                                 check=True, capture_output=True).stdout
+        bf16 = os.path.join(d, "bf16.safetensors")
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_checkpoint.py"), bf16],
+                       input=weights, check=True)
+        fp8_dir = os.path.join(d, "fp8")
+        os.makedirs(fp8_dir)
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_checkpoint.py"),
+                        os.path.join(fp8_dir, "model.safetensors"), "--fp8"], input=weights, check=True)
+        with open(cfg) as f:
+            c = json.load(f)
+        c["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                    "weight_block_size": [128, 128]}
+        fp8_cfg = os.path.join(fp8_dir, "config.json")
+        with open(fp8_cfg, "w") as f:
+            json.dump(c, f)
+        print("checkpoints: bf16 %.2f GB, fp8 %.2f GB" % (
+            os.path.getsize(bf16) / 1e9, os.path.getsize(os.path.join(fp8_dir, "model.safetensors")) / 1e9))
+        out_dir = os.path.join(d, "out")
+        for label, conf, ckpt, extra in (
+                ("bf16 -> int4", cfg, bf16, ["--quant=int4"]),
+                ("bf16 -> int8", cfg, bf16, ["--quant=int8"]),
+                ("fp8 -> bf16", fp8_cfg, fp8_dir, ["--dtype=bf16"]),
+                ("fp8 -> int4", fp8_cfg, fp8_dir, ["--quant=int4"])):
+            samples = []
+            for _ in range(runs):
+                os.makedirs(out_dir)
+                samples.append(run([archc, arch, "--config", conf, "-emit=onnx", "--weights", ckpt, "-o",
+                                    os.path.join(out_dir, "model.onnx")] + extra))
+                size = os.path.getsize(os.path.join(out_dir, "model.onnx.data"))
+                shutil.rmtree(out_dir)
+            report("archc %s (%.2f GB out)" % (label, size / 1e9), samples)
+
+
 def main():
     args = sys.argv[1:]
     archc = os.path.join(ROOT, "build", "bin", "archc")
@@ -136,10 +178,10 @@ def main():
             runs = int(args.pop(0))
         else:
             sys.exit(__doc__)
-    which = args or ["profile", "onnx", "weights"]
+    which = args or ["profile", "onnx", "weights", "qweights"]
     for w in which:
-        {"profile": bench_profile, "onnx": bench_onnx,
-         "weights": bench_weights}[w](archc, runs if w == "profile" else max(1, min(runs, 5)))
+        {"profile": bench_profile, "onnx": bench_onnx, "weights": bench_weights,
+         "qweights": bench_quant_weights}[w](archc, runs if w == "profile" else max(1, min(runs, 5)))
 
 
 if __name__ == "__main__":

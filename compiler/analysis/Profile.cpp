@@ -242,7 +242,7 @@ public:
   void read(const ir::Value *v, Cost &c) const override {
     double n = elements(v->type);
     if (isWeight(v))
-      c.weightBytes += n * bits.weightBits / 8;
+      c.weightBytes += n * weightBitsOf(v) / 8;
     else if (!ir::isFloat(v->type.dtype))
       c.activationBytes += n * ir::dtypeBits(v->type.dtype) / 8;
     else
@@ -258,6 +258,26 @@ public:
   }
 
   double weightBits() const override { return bits.weightBits; }
+  /// A weight as stored: the quantized form when the op being costed is
+  /// one of its quantized readers, its float form otherwise.
+  double weightBitsOf(const ir::Value *v) const override {
+    if (!bits.storage)
+      return bits.weightBits;
+    const ir::Op *d = v->getDefiningOp();
+    if (d && d->getKind() == OpKind::ExpertSlice)
+      d = d->getOperand(0)->getDefiningOp();
+    if (!d || d->getKind() != OpKind::Param)
+      return bits.weightBits;
+    auto it = bits.storage->byPattern.find(
+        ir::weightKey(d->attr<std::string>("name"), d->getResult()->type));
+    if (it == bits.storage->byPattern.end())
+      return bits.weightBits;
+    const ir::WeightStorage::Forms &f = it->second;
+    bool quantized = current && bits.storage->quantizedReaders.count(current);
+    if (quantized && f.quantBits > 0)
+      return f.quantBits;
+    return f.floatBits > 0 ? f.floatBits : f.quantBits;
+  }
   double activationBits() const override { return bits.activationBits; }
   double kvBits() const override { return bits.kvBits; }
 
@@ -278,7 +298,10 @@ public:
     const ir::OpSchema &s = ir::opSchema(op.getKind());
     if (!s.cost)
       return {};
+    const ir::Op *outer = current;
+    current = &op;
     Cost c = s.cost(op, *this);
+    current = outer;
     if (!s.costHandlesDensity && op.getNumResults() > 0) {
       double dn = density(op.getResult(0));
       if (dn < 1)
@@ -289,6 +312,7 @@ public:
 
 private:
   const Precision &bits;
+  mutable const ir::Op *current = nullptr; ///< the op being costed
   std::map<std::string, int64_t> env;
   mutable std::map<const ir::Value *, double> densityMemo;
 };

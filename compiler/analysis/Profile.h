@@ -14,6 +14,7 @@
 
 #include "ir/Cost.h"
 #include "ir/IR.h"
+#include "ir/WeightQuant.h"
 
 #include <map>
 #include <string>
@@ -33,6 +34,9 @@ struct ProfilePoint {
 /// Storage precision of what ops move.
 struct Precision {
   double weightBits = 16, activationBits = 16, kvBits = 16;
+  /// How each weight is stored (quantized or checkpoint bytes); null =
+  /// every weight at `weightBits`.
+  const ir::WeightStorage *storage = nullptr;
 };
 
 /// Work and traffic of one op instance (or a sum of them); each op's cost
@@ -76,6 +80,9 @@ struct ModelFacts {
   int64_t expertParams = 0; ///< params inside routed experts
   std::vector<MoeFacts> moe;
   std::vector<StateFacts> states;
+  /// Bytes of all weights as stored (quantized output, a quantized
+  /// checkpoint); 0 = params x the runtime's effective weight bits.
+  double storedWeightBytes = 0;
   int64_t layers = 0; ///< iterations of the layer loop
   int64_t hidden = 0; ///< width of the carried hidden state
 

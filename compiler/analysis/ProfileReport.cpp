@@ -288,6 +288,48 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
 
   ModelFacts facts = computeModelFacts(m);
   Precision bits{rt.effectiveWeightBits(), rt.activationBits, rt.kvBits};
+  // Weights as stored: the checkpoint's bytes (--weights), the ONNX
+  // writer's quantized layout (--quant), or a block-quantized runtime
+  // preset (w4a16, ...: Linear weights at its bits and group size, others
+  // at the model dtype); otherwise every weight at the preset's bits.
+  ir::WeightStorage storage;
+  std::string storageNote;
+  if (req.checkpointBytes) {
+    for (const ir::WeightDecl &w : m.weights) {
+      ir::WeightStorage::Forms f;
+      auto it = req.checkpointBytes->find(ir::weightKey(w.pattern, w.type));
+      f.bytes = it != req.checkpointBytes->end() ? it->second : 0;
+      double elements =
+          static_cast<double>(w.type.numElements().getConstant().value_or(0)) *
+          static_cast<double>(w.count());
+      f.floatBits = elements > 0 ? f.bytes * 8 / elements : 0;
+      storage.totalBytes += f.bytes;
+      storage.byPattern[ir::weightKey(w.pattern, w.type)] = f;
+    }
+    storageNote = "checkpoint bytes (" + req.checkpointFormat + ")";
+  } else {
+    ir::QuantOptions q = req.quant;
+    if (q.enabled()) {
+      storageNote =
+          fmt::format("--quant int{} block {} {} (MatMulNBits), scales in {}",
+                      q.bits, q.block, q.symmetric ? "symmetric" : "asymmetric",
+                      ir::dtypeName(m.activationDType));
+    } else if (rt.groupSize > 0 && (rt.weightBits == 4 || rt.weightBits == 8)) {
+      q.bits = static_cast<int>(rt.weightBits);
+      q.block = rt.groupSize;
+      q.scaleBits = rt.scaleBits;
+      storageNote = fmt::format("runtime {}: Linear weights int{} with a "
+                                "{}-bit scale per {}, others {}",
+                                rt.name, q.bits, rt.scaleBits, q.block,
+                                ir::dtypeName(m.activationDType));
+    }
+    if (q.enabled())
+      storage = ir::computeWeightStorage(m, q);
+  }
+  if (!storageNote.empty()) {
+    bits.storage = &storage;
+    facts.storedWeightBytes = storage.totalBytes;
+  }
   out = json::object();
   out["schema"] = "archc.profile/1";
   json model{
@@ -300,7 +342,9 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
       {"layers", facts.layers},
       {"hidden", facts.hidden},
       {"weight_bytes",
-       static_cast<double>(facts.params) * rt.effectiveWeightBits() / 8},
+       facts.storedWeightBytes > 0
+           ? facts.storedWeightBytes
+           : static_cast<double>(facts.params) * rt.effectiveWeightBits() / 8},
       {"kv_bytes_per_token", facts.kvBytesPerToken(rt.kvBits)},
       {"state_bytes_per_sequence", facts.stateBytesPerSequence(rt.kvBits)}};
   json states = json::array();
@@ -313,6 +357,8 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
                           {"bits", s.bits > 0 ? s.bits : rt.kvBits},
                           {"window", s.window},
                           {"stride", s.stride}});
+  if (!storageNote.empty())
+    model["weight_storage"] = storageNote;
   model["states"] = states;
   json moe = json::array();
   for (const MoeFacts &f : facts.moe)

@@ -13,6 +13,7 @@
 
 #include "analysis/DeviceDb.h"
 #include "ir/IR.h"
+#include "ir/WeightQuant.h"
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +34,12 @@ struct ProfileRequest {
   /// per image and the TTFT of prompts with `images` images.
   const ir::Module *vision = nullptr;
   int64_t images = 1;
+  /// --quant: weights counted as the ONNX writer stores them.
+  ir::QuantOptions quant;
+  /// -emit=profile --weights: bytes each weight declaration occupies in the
+  /// checkpoint (ir::weightKey -> bytes), and a description of its format.
+  const std::map<std::string, double> *checkpointBytes = nullptr;
+  std::string checkpointFormat;
 };
 
 /// Computes the profile as JSON. Reports and returns false on error

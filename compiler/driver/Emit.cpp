@@ -10,6 +10,7 @@
 #include "analysis/ProfileReport.h"
 #include "driver/OnnxLoader.h"
 #include "driver/Package.h"
+#include "driver/QuantConfig.h"
 #include "ir/Printer.h"
 #include "support/OutputSet.h"
 #include "support/Progress.h"
@@ -40,6 +41,13 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     return false;
   }
   std::ostringstream text;
+  if (opts.quantBits && opts.emit != EmitTarget::Onnx &&
+      opts.emit != EmitTarget::OnnxText && opts.emit != EmitTarget::Profile) {
+    diags.error(SourceRange(), "--quant applies to -emit=onnx, -emit=onnx-text "
+                               "and -emit=profile");
+    return false;
+  }
+  std::map<std::string, double> storedBytes;
   switch (opts.emit) {
   case EmitTarget::IR: {
     ir::PrintOptions po;
@@ -53,14 +61,31 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     }
     break;
   }
-  case EmitTarget::Weights:
+  case EmitTarget::Weights: {
     // Every checkpoint tensor of the arch: those of the main graph and of a
     // package's graphs (vision tower, projector), once each.
     if (c.graphs.empty())
       ir::printWeightList(*c.module, text);
     else
       ir::printWeightList(*packageWeights(c), text);
+    // The list is the dequantised layout the model binds; a quantized
+    // release stores (some of) these tensors in its own format.
+    const nlohmann::json &root = c.config->root();
+    const nlohmann::json *qc =
+        root.contains("quantization_config")
+            ? &root["quantization_config"]
+            : (root.contains("text_config") &&
+                       root["text_config"].is_object() &&
+                       root["text_config"].contains("quantization_config")
+                   ? &root["text_config"]["quantization_config"]
+                   : nullptr);
+    if (qc && qc->is_object() && qc->contains("quant_method"))
+      text << "// checkpoint format: quantization_config.quant_method "
+           << (*qc)["quant_method"].dump()
+           << "; the tensors above are the dequantised layout (binding "
+              "reads fp8 / fp4 / mxfp4 tensors and their scales)\n";
     break;
+  }
   case EmitTarget::Profile: {
     ProfileRequest req;
     req.batches = opts.batch;
@@ -76,6 +101,16 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
       if (g.name == "vision_encoder")
         req.vision = g.module.get();
     req.images = opts.images;
+    req.quant = quantOptions(opts);
+    if (!opts.weights.empty() && !req.quant.enabled()) {
+      // The bytes a (quantized) checkpoint really stores.
+      ir::CheckpointQuant cq;
+      if (!readCheckpointQuant(*c.config, diags, cq) ||
+          !checkpointBytes(*c.module, opts.weights, cq, diags, storedBytes))
+        return false;
+      req.checkpointBytes = &storedBytes;
+      req.checkpointFormat = cq.any() ? cq.describe() : "unquantized";
+    }
     nlohmann::ordered_json profile;
     if (!computeProfile(*c.module, req, c.sourceMgr, diags, profile))
       return false;
@@ -100,6 +135,10 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     o.embedWeights = opts.embedWeights;
     o.genaiConfig = opts.genaiConfig;
     o.kvCache = opts.kvCache;
+    o.quant = quantOptions(opts);
+    if (!opts.weights.empty() &&
+        !readCheckpointQuant(*c.config, diags, o.checkpointQuant))
+      return false;
     o.config = &c.config->root();
     if (!o.text && (opts.output.empty() || opts.output == "-")) {
       diags.error(SourceRange(), "-emit=onnx needs an output: -o "

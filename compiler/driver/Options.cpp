@@ -88,6 +88,20 @@ ONNX (-emit=onnx):
                        what browsers load); later tensors go to
                        model.onnx_data_1, _2, ...
 
+Quantization (-emit=onnx; -emit=profile counts the same bytes):
+  --quant=<q>          int4 | int8: weight-only block quantization of every
+                       Linear weight (ONNX Runtime MatMulNBits; MLAS
+                       round-to-nearest, symmetric); embeddings, routers,
+                       norms and other weights stay float
+  --quant-block=<n>    inputs per block: 16, 32 (default), 64, 128, 256
+  --quant-asymmetric   unsigned codes with a zero point per block
+  --quant-embeddings   also the embedding table (GatherBlockQuantized); a
+                       tied table is quantized once for gather and head
+  --quant-accuracy=<n> MatMulNBits accuracy_level: 0 (default: weight-only,
+                       activations stay float) .. 4 (ONNX Runtime may quantize
+                       activations to int8 at run time: faster on CPU, where
+                       8-bit weights have no fast float kernel)
+
 Other:
   --list-archs         list the bundled families and the architectures
                        they match
@@ -361,6 +375,54 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       o.genaiConfig = false;
     } else if (name == "--embed-weights") {
       o.embedWeights = true;
+    } else if (name == "--quant") {
+      if (!need())
+        return false;
+      if (value == "int4")
+        o.quantBits = 4;
+      else if (value == "int8")
+        o.quantBits = 8;
+      else {
+        fmt::print(stderr,
+                   "archc: error: --quant must be int4 or int8, got '{}'\n",
+                   value);
+        return false;
+      }
+    } else if (name == "--quant-block") {
+      std::vector<int64_t> v;
+      if (!need() || !parseInts(name, value, v, 1))
+        return false;
+      if (v.size() != 1 || v[0] < 16 || v[0] > 256 || (v[0] & (v[0] - 1))) {
+        fmt::print(stderr,
+                   "archc: error: --quant-block must be 16, 32, 64, 128 or "
+                   "256, got '{}'\n",
+                   value);
+        return false;
+      }
+      o.quantBlock = v[0];
+      o.quantOptionSeen = true;
+    } else if (name == "--quant-asymmetric") {
+      if (!noValue())
+        return false;
+      o.quantAsymmetric = true;
+      o.quantOptionSeen = true;
+    } else if (name == "--quant-embeddings") {
+      if (!noValue())
+        return false;
+      o.quantEmbeddings = true;
+      o.quantOptionSeen = true;
+    } else if (name == "--quant-accuracy") {
+      std::vector<int64_t> v;
+      if (!need() || !parseInts(name, value, v, 0))
+        return false;
+      if (v.size() != 1 || v[0] > 4) {
+        fmt::print(stderr,
+                   "archc: error: --quant-accuracy must be 0..4, got '{}'\n",
+                   value);
+        return false;
+      }
+      o.quantAccuracy = static_cast<int>(v[0]);
+      o.quantOptionSeen = true;
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       fmt::print(stderr, "archc: error: unknown option '{}' (see --help)\n",
                  args[i]);
@@ -391,6 +453,12 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
   }
   if (o.config.empty() && !o.verifyDiagnostics) {
     fmt::print(stderr, "archc: error: --config <config.json> is required\n");
+    return false;
+  }
+  if (o.quantOptionSeen && o.quantBits == 0) {
+    fmt::print(stderr, "archc: error: --quant-block, --quant-asymmetric, "
+                       "--quant-embeddings and --quant-accuracy need "
+                       "--quant=int4|int8\n");
     return false;
   }
   return true;

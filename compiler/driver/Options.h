@@ -59,6 +59,14 @@ struct Options {
   bool kvCache = true;
   bool genaiConfig = true;
   bool embedWeights = false;
+
+  // Weight quantization (-emit=onnx, -emit=profile).
+  int quantBits = 0;       ///< --quant: 0 (off), 4 or 8
+  int64_t quantBlock = 32; ///< --quant-block
+  bool quantAsymmetric = false;
+  bool quantEmbeddings = false;
+  int quantAccuracy = 0; ///< --quant-accuracy (MatMulNBits accuracy_level)
+  bool quantOptionSeen = false; ///< a --quant-* option was given
 };
 
 /// Parses argv. On error prints a message to stderr and returns false;

@@ -153,6 +153,10 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
 }
 
 bool OnnxLowering::lowerMatMul(const ir::Op &op) {
+  if (auto q = quantMatmuls.find(&op); q != quantMatmuls.end())
+    return lowerQuantizedMatMul(op, q->second);
+  if (quantGathers.count(&op))
+    return lowerQuantizedGather(op);
   const std::string &a = in(op.getOperand(0));
   const std::string &w = in(op.getOperand(1));
   if (op.getKind() == OpKind::Gather) {
@@ -202,6 +206,10 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
 }
 
 bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
+  // An expert slice that only quantized matmuls read: they read the
+  // expert's codes directly (no float slice is materialized).
+  if (quantSlices.count(&op))
+    return true;
   const std::string &x = in(op.getOperand(0));
   const ir::TensorType &xt = op.getOperand(0)->type;
   switch (op.getKind()) {

@@ -10,13 +10,11 @@
 
 namespace archc {
 
-std::string folderModelFile(ir::DType dtype, const std::string &quant) {
-  bool half = dtype == ir::DType::F16;
-  if (quant == "int4" || quant == "q4")
-    return half ? "model_q4f16.onnx" : "model_q4.onnx";
-  if (quant == "int8")
-    return "model_int8.onnx";
-  if (half)
+std::string folderModelFile(ir::DType dtype, const ir::QuantOptions &quant) {
+  std::string tag = ir::quantFileTag(quant, dtype);
+  if (!tag.empty())
+    return "model_" + tag + ".onnx";
+  if (dtype == ir::DType::F16)
     return "model_fp16.onnx";
   if (dtype == ir::DType::BF16)
     return "model_bf16.onnx";
@@ -65,6 +63,12 @@ nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
                             const std::map<std::string, unsigned> &dataChunks,
                             const nlohmann::json *previous) {
   nlohmann::json out = input;
+  // The folder's models hold the checkpoint's weights dequantized (or
+  // re-quantized by --quant, which the file name says), never in the
+  // checkpoint's own format: its quantization_config does not describe them.
+  out.erase("quantization_config");
+  if (out.contains("text_config") && out["text_config"].is_object())
+    out["text_config"].erase("quantization_config");
   // transformers.js 4.3.1 has the composite Qwen3.5-MoE type (its
   // text_config is exactly this config), not the text one: the folder's
   // config is that composite, holding the input as its text model.

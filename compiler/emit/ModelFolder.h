@@ -12,6 +12,7 @@
 #define ARCHC_EMIT_MODELFOLDER_H
 
 #include "ir/IR.h"
+#include "ir/WeightQuant.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,11 +23,15 @@
 namespace archc {
 
 /// The file name of the model inside OUT/onnx/ for the activation dtype
-/// (and a quantisation, "" for none), after transformers.js's dtype
-/// suffixes: model.onnx (fp32), model_fp16.onnx, model_q4.onnx,
-/// model_int8.onnx, model_q4f16.onnx; bf16 (no transformers.js dtype) is
-/// model_bf16.onnx.
-std::string folderModelFile(ir::DType dtype, const std::string &quant = "");
+/// and the weight quantization (`--quant`), after transformers.js 4.3.1's
+/// dtype suffixes: model.onnx (fp32), model_fp16.onnx, model_q4.onnx,
+/// model_q4f16.onnx, model_int8.onnx (8-bit MatMulNBits weights, f32
+/// activations). Combinations without a transformers.js dtype are named by
+/// the same rule so that they never overwrite another variant:
+/// model_bf16.onnx, model_int8f16.onnx, model_q4bf16.onnx,
+/// model_int8bf16.onnx (ir::quantFileTag).
+std::string folderModelFile(ir::DType dtype,
+                            const ir::QuantOptions &quant = {});
 
 /// The per-layer kinds of the compiled graph, in the vocabulary of Hugging
 /// Face's `layer_types` ("full_attention", "linear_attention",
@@ -35,9 +40,11 @@ std::string folderModelFile(ir::DType dtype, const std::string &quant = "");
 /// Empty when the graph has no per-layer state.
 std::vector<std::string> deriveLayerTypes(const ir::Module &m);
 
-/// OUT/config.json: `input` with `layer_types` added where the input lacks
-/// them and the layers are not all of one attention kind (in text_config
-/// for a composite config), and transformers.js's external data chunk
+/// OUT/config.json: `input` without its `quantization_config` (the
+/// folder's models never store the checkpoint's format), with `layer_types`
+/// added where the input lacks them and the layers are not all of one
+/// attention kind (in text_config for a composite config), and
+/// transformers.js's external data chunk
 /// counts per model file (`dataChunks`, merged with those of `previous`,
 /// the config.json already in the folder, for model files that stay).
 nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,

@@ -33,6 +33,18 @@ int32_t onnxDType(const std::string &n) {
   return onnx::TensorProto_DataType_UNDEFINED;
 }
 
+std::string GraphBuilder::nodeInDomain(const std::string &domain,
+                                       const std::string &op,
+                                       const std::vector<std::string> &inputs,
+                                       const std::vector<OnnxAttr> &attrs) {
+  std::vector<std::string> ins = inputs;
+  while (!ins.empty() && ins.back().empty())
+    ins.pop_back(); // trailing omitted optional inputs
+  std::string out = nodeN(op, ins, attrs, 1)[0];
+  graph.mutable_node(graph.node_size() - 1)->set_domain(domain);
+  return out;
+}
+
 std::string GraphBuilder::fresh(const std::string &hint) {
   return prefix + (hint.empty() ? std::string("t") : hint) + "_" +
          std::to_string(counter++);

@@ -85,6 +85,12 @@ public:
                    const std::vector<std::string> &inputs,
                    const std::vector<OnnxAttr> &attrs = {},
                    const std::string &hint = "");
+  /// Adds a single-output node of an operator domain other than the
+  /// default (`com.microsoft` contrib ops); "" inputs are omitted optional
+  /// inputs.
+  std::string nodeInDomain(const std::string &domain, const std::string &op,
+                           const std::vector<std::string> &inputs,
+                           const std::vector<OnnxAttr> &attrs = {});
   /// Adds a node whose (single) output has a given name.
   void nodeNamed(const std::string &op, const std::vector<std::string> &inputs,
                  const std::string &output,

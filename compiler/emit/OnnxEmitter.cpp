@@ -14,6 +14,7 @@
 #include "emit/ClientIo.h"
 #include "emit/ExternalData.h"
 #include "emit/ModelFolder.h"
+#include "emit/OnnxContribSchemas.h"
 #include "emit/OnnxFiles.h"
 #include "emit/OnnxLowering.h"
 #include "emit/Safetensors.h"
@@ -32,6 +33,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -116,9 +118,11 @@ void printText(const onnx::ModelProto &model, std::ostream &out) {
     for (int64_t d : init.dims())
       tt->mutable_shape()->add_dim()->set_dim_value(d);
   }
-  out << "<ir_version: " << model.ir_version()
-      << ", opset_import: [\"\" : " << kOnnxOpset
-      << "], producer_name: \"archc\">\n";
+  out << "<ir_version: " << model.ir_version() << ", opset_import: [";
+  for (int i = 0; i < model.opset_import_size(); ++i)
+    out << (i ? ", " : "") << "\"" << model.opset_import(i).domain()
+        << "\" : " << model.opset_import(i).version();
+  out << "], producer_name: \"archc\">\n";
   out << printed << "\n";
 }
 
@@ -151,10 +155,23 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   graph->set_name(m.name);
 
   WeightPlan plan(source, source == WeightSource::Checkpoint ? &ckpt : nullptr,
-                  opts.seed);
-  OnnxLowering lowering(m, *graph, plan, diags);
+                  opts.seed, opts.checkpointQuant);
+  // Stacked expert weights the model reads as [in, out] matrices (how
+  // MXFP4 blocks, stored [out, in], map onto them).
+  std::set<std::string> inOut;
+  for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(m))
+    if (u.slice && u.inOut)
+      inOut.insert(u.param->attr<std::string>("name"));
+  plan.setInOutWeights(std::move(inOut));
+  OnnxLowering lowering(m, *graph, plan, diags, opts.quant);
   if (!lowering.run())
     return false;
+  if (lowering.usesContribOps()) {
+    registerContribSchemas();
+    auto *contrib = model.add_opset_import();
+    contrib->set_domain(kContribDomain);
+    contrib->set_version(kContribOpset);
+  }
   if (!plan.validate(diags, opts.weights, /*reportUnused=*/true,
                      &opts.declaredElsewhere))
     return false;
@@ -185,7 +202,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   fs::path outDir, modelRel;
   if (opts.folder) {
     outDir = opts.output;
-    modelRel = fs::path("onnx") / folderModelFile(m.activationDType);
+    modelRel =
+        fs::path("onnx") / folderModelFile(m.activationDType, opts.quant);
   } else {
     fs::path target(opts.output);
     outDir = target.parent_path();

@@ -11,6 +11,7 @@
 #define ARCHC_EMIT_ONNXEMITTER_H
 
 #include "ir/IR.h"
+#include "ir/WeightQuant.h"
 #include "support/Diagnostics.h"
 
 #include <nlohmann/json.hpp>
@@ -37,6 +38,10 @@ struct OnnxEmitOptions {
   bool text = false;
   bool progress = false;       ///< draw a progress bar while writing weights
   uint64_t dataChunkBytes = 0; ///< external data file limit (0 = < 2 GiB)
+  /// --quant: Linear weights block-quantized (MatMulNBits).
+  ir::QuantOptions quant;
+  /// The checkpoint's own quantization (config.json quantization_config).
+  ir::CheckpointQuant checkpointQuant;
   /// config.json (for genai_config.json: token ids, context length, type).
   const nlohmann::json *config = nullptr;
   /// Checkpoint tensors the arch's other graphs read (a vision-language

@@ -44,9 +44,13 @@ std::string onnxDimName(const ir::SymExpr &e) {
 }
 
 OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
-                           WeightPlan &w, DiagnosticEngine &d)
+                           WeightPlan &w, DiagnosticEngine &d,
+                           const ir::QuantOptions &quant)
     : module(m), b(g), weights(w), diags(d),
-      act(onnxDType(ir::dtypeName(m.activationDType))) {}
+      act(onnxDType(ir::dtypeName(m.activationDType))), quant(quant) {
+  if (quant.enabled())
+    planQuantization();
+}
 
 bool OnnxLowering::fail(const ir::Op &op, const std::string &msg) {
   Diagnostic &d = diags.error(
@@ -188,6 +192,15 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
       return fail(op, "weight '" + name +
                           "' still has a placeholder (run "
                           "expand-repeat first)");
+    if (quantParams.count(&op)) {
+      // Read quantized; a float initializer only if a float reader asks.
+      const ir::TensorType type = op.getResult()->type;
+      names.erase(op.getResult());
+      deferred[op.getResult()] = [this, name, type]() {
+        return weights.use(name, type);
+      };
+      return true;
+    }
     def(op.getResult(), weights.use(name, op.getResult()->type));
     return true;
   }

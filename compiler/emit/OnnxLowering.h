@@ -15,10 +15,12 @@
 #include "emit/OnnxBuilder.h"
 #include "emit/WeightPlan.h"
 #include "ir/IR.h"
+#include "ir/WeightQuant.h"
 #include "support/Diagnostics.h"
 
 #include <functional>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace archc {
@@ -33,9 +35,11 @@ std::string onnxDimName(const ir::SymExpr &e);
 class OnnxLowering {
 public:
   OnnxLowering(const ir::Module &m, onnx::GraphProto &g, WeightPlan &w,
-               DiagnosticEngine &d);
+               DiagnosticEngine &d, const ir::QuantOptions &quant = {});
   /// Lowers the whole graph (inputs, ops, outputs).
   bool run();
+  /// Whether the graph uses com.microsoft contrib ops (quantized weights).
+  bool usesContribOps() const { return contribOps; }
 
 private:
   const ir::Module &module;
@@ -125,6 +129,25 @@ private:
                                 const std::string &q, const std::string &total);
   /// `allowed` And the key_mask and segments operands ("" = all allowed).
   std::string keyAndSegmentMasks(const ir::Op &attn, std::string allowed);
+  // LowerQuantized.cpp: weights stored block-quantized (--quant).
+  ir::QuantOptions quant;
+  /// Quantized readers: matmuls of Linear weights (MatMulNBits) and, with
+  /// --quant-embeddings, embedding gathers (GatherBlockQuantized).
+  std::map<const ir::Op *, ir::LinearWeightUse> quantMatmuls;
+  std::set<const ir::Op *> quantGathers;
+  /// Expert slices only quantized matmuls read (no Gather is emitted).
+  std::set<const ir::Op *> quantSlices;
+  /// Params a quantized reader reads: their float form is registered only
+  /// if a float reader asks for it.
+  std::set<const ir::Op *> quantParams;
+  bool contribOps = false;
+  void planQuantization();
+  ir::QuantLayout quantLayout(int64_t rows, int64_t cols,
+                              int64_t experts) const;
+  /// The weight's name as this expert body instance sees it.
+  std::string paramName(const ir::Op &param) const;
+  bool lowerQuantizedMatMul(const ir::Op &op, const ir::LinearWeightUse &u);
+  bool lowerQuantizedGather(const ir::Op &op);
 };
 
 } // namespace archc

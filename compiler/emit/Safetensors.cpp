@@ -39,6 +39,8 @@ size_t stDTypeSize(StDType t) {
   case StDType::I8:
   case StDType::U8:
   case StDType::Bool:
+  case StDType::F8E4M3:
+  case StDType::F8E8M0:
     return 1;
   }
   return 1;
@@ -66,16 +68,22 @@ const char *stDTypeName(StDType t) {
     return "U8";
   case StDType::Bool:
     return "BOOL";
+  case StDType::F8E4M3:
+    return "F8_E4M3";
+  case StDType::F8E8M0:
+    return "F8_E8M0";
   }
   return "?";
 }
 
 static bool parseStDType(const std::string &s, StDType &out) {
   static const std::map<std::string, StDType> names = {
-      {"F64", StDType::F64},   {"F32", StDType::F32}, {"F16", StDType::F16},
-      {"BF16", StDType::BF16}, {"I64", StDType::I64}, {"I32", StDType::I32},
-      {"I16", StDType::I16},   {"I8", StDType::I8},   {"U8", StDType::U8},
-      {"BOOL", StDType::Bool}};
+      {"F64", StDType::F64},        {"F32", StDType::F32},
+      {"F16", StDType::F16},        {"BF16", StDType::BF16},
+      {"I64", StDType::I64},        {"I32", StDType::I32},
+      {"I16", StDType::I16},        {"I8", StDType::I8},
+      {"U8", StDType::U8},          {"BOOL", StDType::Bool},
+      {"F8_E4M3", StDType::F8E4M3}, {"F8_E8M0", StDType::F8E8M0}};
   auto it = names.find(s);
   if (it == names.end())
     return false;

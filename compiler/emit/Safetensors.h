@@ -22,7 +22,20 @@
 namespace archc {
 
 /// Element types of safetensors files that archc reads.
-enum class StDType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool };
+enum class StDType {
+  F64,
+  F32,
+  F16,
+  BF16,
+  I64,
+  I32,
+  I16,
+  I8,
+  U8,
+  Bool,
+  F8E4M3, ///< float8_e4m3fn (FP8 checkpoints)
+  F8E8M0  ///< float8_e8m0fnu: 2^(byte - 127) (ue8m0 block scales)
+};
 
 /// Bytes per element.
 size_t stDTypeSize(StDType t);

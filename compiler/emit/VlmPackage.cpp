@@ -18,6 +18,7 @@
 #include "emit/OnnxLowering.h"
 #include "emit/Safetensors.h"
 #include "emit/WeightPlan.h"
+#include "ir/WeightQuant.h"
 #include "support/OutputSet.h"
 #include "support/Progress.h"
 
@@ -157,6 +158,12 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
     diags.error(SourceRange(), "a package needs a graph named 'decoder'");
     return false;
   }
+  if (opts.quant.enabled()) {
+    diags.error(SourceRange(),
+                "--quant does not quantize a vision-language package yet; "
+                "-o model.onnx writes the quantized text model alone");
+    return false;
+  }
   Checkpoint ckpt;
   WeightSource source = WeightSource::Layout;
   if (!opts.weights.empty() && !opts.text) {
@@ -194,8 +201,14 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
     opset->set_version(kOnnxOpset);
     l.model.mutable_graph()->set_name(g.module->name + "." + g.name);
     l.plan = std::make_unique<WeightPlan>(
-        source, source == WeightSource::Checkpoint ? &ckpt : nullptr,
-        opts.seed);
+        source, source == WeightSource::Checkpoint ? &ckpt : nullptr, opts.seed,
+        opts.checkpointQuant);
+    // Stacked expert weights read as [in, out] matrices (MXFP4 blocks).
+    std::set<std::string> inOut;
+    for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(*g.module))
+      if (u.slice && u.inOut)
+        inOut.insert(u.param->attr<std::string>("name"));
+    l.plan->setInOutWeights(std::move(inOut));
     OnnxLowering lowering(*g.module, *l.model.mutable_graph(), *l.plan, diags);
     if (!lowering.run())
       return false;
@@ -203,9 +216,13 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
   }
   if (!ok)
     return false;
-  // Checkpoint tensors the arch does not declare at all, once.
+  // Checkpoint tensors the arch does not declare at all (nor any graph's
+  // binding read: scale sidecars of a quantized release), once.
   if (source == WeightSource::Checkpoint) {
     std::set<std::string> declared;
+    for (const Lowered &l : lowered)
+      if (const std::set<std::string> *read = l.plan->consumedTensors())
+        declared.insert(read->begin(), read->end());
     for (const PackageGraph &g : graphs)
       for (const ir::WeightDecl &w : g.module->weights) {
         std::vector<int64_t> layers =

@@ -1,19 +1,23 @@
 //===- WeightPlan.cpp - Initializers and their data -----------------------===//
 //
-// This file implements weight validation and data production. Conversion
+// This file implements weight validation and data production. Float output
 // runs over fixed-size chunks (1 Mi elements) of the mapped source, and
 // released source pages are dropped, so peak memory does not grow with the
-// model.
+// model. Quantized output streams one output row (or a tile of rows of an
+// [in, out] matrix) at a time; a tensor's scales and zero points (1/16 of
+// its bf16 bytes at block 32) are held until its codes are written.
 //
 //===----------------------------------------------------------------------===//
 #include "emit/WeightPlan.h"
 
 #include "emit/FloatConvert.h"
 #include "emit/OnnxBuilder.h"
+#include "emit/Quantize.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace archc {
 
@@ -25,43 +29,6 @@ uint64_t numElements(const std::vector<int64_t> &shape) {
   for (int64_t d : shape)
     n *= static_cast<uint64_t>(d);
   return n;
-}
-
-bool isFloatSt(StDType t) {
-  return t == StDType::F32 || t == StDType::F16 || t == StDType::BF16 ||
-         t == StDType::F64;
-}
-
-bool isIntSt(StDType t) {
-  return t == StDType::I64 || t == StDType::I32 || t == StDType::I16 ||
-         t == StDType::I8 || t == StDType::U8 || t == StDType::Bool;
-}
-
-float loadFloat(const uint8_t *p, StDType t) {
-  switch (t) {
-  case StDType::F32: {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  case StDType::F16: {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return halfToFloat(h);
-  }
-  case StDType::BF16: {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return bf16ToFloat(h);
-  }
-  case StDType::F64: {
-    double d;
-    std::memcpy(&d, p, 8);
-    return static_cast<float>(d);
-  }
-  default:
-    return 0;
-  }
 }
 
 int64_t loadInt(const uint8_t *p, StDType t) {
@@ -120,163 +87,212 @@ void storeInt(uint8_t *p, int64_t v, ir::DType t) {
   }
 }
 
-uint64_t splitmix(uint64_t &state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+float roundHalf(float f) { return halfToFloat(floatToHalf(f)); }
+float roundBf16(float f) { return bf16ToFloat(floatToBf16(f)); }
+float roundNone(float f) { return f; }
+
+/// Scales are stored in the activation dtype (MatMulNBits' T1).
+ir::DType scaleDType(const ir::TensorType &t) {
+  return t.dtype == ir::DType::F16 || t.dtype == ir::DType::BF16
+             ? t.dtype
+             : ir::DType::F32;
 }
 
-uint64_t fnv1a(const std::string &s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 } // namespace
 
-const std::string &WeightPlan::use(const std::string &name,
-                                   const ir::TensorType &type) {
+WeightPlan::WeightPlan(WeightSource source, const Checkpoint *ckpt,
+                       uint64_t seed, const ir::CheckpointQuant &ckptQuant)
+    : source(source), ckpt(ckpt), seed(seed), ckptQuant(ckptQuant) {
+  if (source == WeightSource::Checkpoint && ckpt)
+    binder = std::make_unique<CheckpointBinder>(*ckpt, ckptQuant);
+}
+
+WeightPlan::~WeightPlan() = default;
+
+WeightPlan::Entry &WeightPlan::entryFor(const std::string &name,
+                                        const ir::TensorType &type) {
   auto it = index.find(name);
   if (it != index.end())
-    return entries[it->second].name;
+    return entries[it->second];
   Entry e;
   e.name = name;
   e.type = type;
   for (const ir::SymExpr &d : type.dims)
     e.shape.push_back(d.getConstant().value_or(0));
+  e.inOut = inOutNames.count(name) > 0;
   index[name] = entries.size();
   entries.push_back(std::move(e));
-  return entries.back().name;
+  return entries.back();
+}
+
+const std::string &WeightPlan::use(const std::string &name,
+                                   const ir::TensorType &type) {
+  Entry &e = entryFor(name, type);
+  if (!e.plain) {
+    e.plain = true;
+    View v;
+    v.name = name;
+    v.region = 0;
+    v.offset = 0;
+    v.bytes = numElements(e.shape) * ir::dtypeBits(type.dtype) / 8;
+    v.dims = e.shape;
+    v.onnxType = onnxDType(ir::dtypeName(type.dtype));
+    e.views.insert(e.views.begin(), v);
+    e.viewNames.insert(name);
+  }
+  return e.name;
+}
+
+QuantizedRef WeightPlan::useQuantized(const std::string &name,
+                                      const ir::TensorType &type,
+                                      const ir::QuantLayout &layout, bool inOut,
+                                      int64_t expert, bool forGather) {
+  Entry &e = entryFor(name, type);
+  e.quantized = true;
+  e.layout = layout;
+  e.inOut = inOut;
+  const ir::QuantLayout &l = e.layout;
+  int32_t scaleType = onnxDType(ir::dtypeName(scaleDType(type)));
+  uint64_t scaleBytes = ir::dtypeBits(scaleDType(type)) / 8;
+  std::string base =
+      expert >= 0 ? fmt::format("{}.{}", name, expert) : std::string(name);
+  uint64_t e0 = expert >= 0 ? static_cast<uint64_t>(expert) : 0;
+  auto add = [&](const std::string &vn, int region, uint64_t offset,
+                 uint64_t bytes, std::vector<int64_t> dims, int32_t t) {
+    if (e.viewNames.insert(vn).second)
+      e.views.push_back(View{vn, region, offset, bytes, std::move(dims), t});
+  };
+  QuantizedRef r;
+  r.layout = l;
+  int64_t nb = l.blocksPerRow();
+  // A stacked tensor read whole (expert -1): one view per region over all
+  // experts, [E, N, blocks * blob] codes as QMoE reads them.
+  bool whole = expert < 0 && l.experts > 1;
+  uint64_t count = whole ? static_cast<uint64_t>(l.experts) : 1;
+  auto dims = [&](std::vector<int64_t> d) {
+    if (whole)
+      d.insert(d.begin(), l.experts);
+    return d;
+  };
+  r.codes = base + (forGather ? ".qweight.gather" : ".qweight");
+  std::vector<int64_t> codeDims =
+      forGather || whole ? std::vector<int64_t>{l.rows, nb * l.blobBytes()}
+                         : std::vector<int64_t>{l.rows, nb, l.blobBytes()};
+  add(r.codes, 1, e0 * l.codeBytesPerMatrix(), count * l.codeBytesPerMatrix(),
+      dims(codeDims), onnx::TensorProto_DataType_UINT8);
+  r.scales = base + ".scales";
+  add(r.scales, 2, e0 * l.scalesPerMatrix() * scaleBytes,
+      count * l.scalesPerMatrix() * scaleBytes, dims({l.rows, nb}), scaleType);
+  if (!l.symmetric) {
+    r.zeroPoints = base + ".zero_points";
+    uint64_t zpb = l.zeroPointBytesPerRow();
+    add(r.zeroPoints, 3, e0 * l.rows * zpb, count * l.rows * zpb,
+        dims({l.rows, static_cast<int64_t>(zpb)}),
+        onnx::TensorProto_DataType_UINT8);
+  }
+  return r;
+}
+
+uint64_t WeightPlan::regionBytes(const Entry &e, int region) const {
+  const ir::QuantLayout &l = e.layout;
+  uint64_t experts = static_cast<uint64_t>(l.experts);
+  switch (region) {
+  case 0:
+    return e.plain ? numElements(e.shape) * ir::dtypeBits(e.type.dtype) / 8 : 0;
+  case 1:
+    return e.quantized ? experts * l.codeBytesPerMatrix() : 0;
+  case 2:
+    return e.quantized ? experts * l.scalesPerMatrix() *
+                             (ir::dtypeBits(scaleDType(e.type)) / 8)
+                       : 0;
+  case 3:
+    return e.quantized ? experts * l.rows * l.zeroPointBytesPerRow() : 0;
+  }
+  return 0;
 }
 
 uint64_t WeightPlan::totalBytes() const {
   uint64_t n = 0;
   for (const Entry &e : entries)
-    n += numElements(e.shape) * ir::dtypeBits(e.type.dtype) / 8;
+    for (int r = 0; r < 4; ++r)
+      n += regionBytes(e, r);
   return n;
-}
-
-static std::string shapeStr(const std::vector<int64_t> &s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
 }
 
 bool WeightPlan::validate(DiagnosticEngine &diags, const std::string &ckptPath,
                           bool reportUnused,
-                          const std::set<std::string> *declared) const {
-  if (source != WeightSource::Checkpoint || !ckpt)
+                          const std::set<std::string> *declared) {
+  if (source != WeightSource::Checkpoint || !binder)
     return true;
-  std::vector<std::string> missing, misshaped, badType;
-  for (const Entry &e : entries) {
-    const StTensor *t = ckpt->find(e.name);
-    if (!t) {
-      missing.push_back(e.name);
-      continue;
-    }
-    if (t->shape != e.shape)
-      misshaped.push_back(fmt::format("{}: checkpoint {} {}, model expects {}",
-                                      e.name, stDTypeName(t->dtype),
-                                      shapeStr(t->shape), shapeStr(e.shape)));
-    bool wantFloat = ir::isFloat(e.type.dtype);
-    if ((wantFloat && !isFloatSt(t->dtype)) ||
-        (!wantFloat && !isIntSt(t->dtype)))
-      badType.push_back(fmt::format("{}: checkpoint {} cannot become {}",
-                                    e.name, stDTypeName(t->dtype),
-                                    ir::dtypeName(e.type.dtype)));
-  }
-  std::vector<std::string> unexpected;
-  for (auto &[name, t] : ckpt->tensors())
-    if (reportUnused && !index.count(name) &&
-        !(declared && declared->count(name)))
-      unexpected.push_back(name);
-  auto list = [](const std::vector<std::string> &v) {
-    std::string s;
-    size_t shown = std::min<size_t>(v.size(), 20);
-    for (size_t i = 0; i < shown; ++i)
-      s += "\n  " + v[i];
-    if (v.size() > shown)
-      s += fmt::format("\n  ... and {} more", v.size() - shown);
-    return s;
-  };
-  bool ok = true;
-  if (!missing.empty()) {
-    diags.error(SourceRange(), "{} weight tensor{} missing from '{}':{}",
-                missing.size(), missing.size() == 1 ? " is" : "s are", ckptPath,
-                list(missing));
-    ok = false;
-  }
-  if (!misshaped.empty()) {
-    diags.error(SourceRange(), "{} weight tensor{} the wrong shape in '{}':{}",
-                misshaped.size(), misshaped.size() == 1 ? " has" : "s have",
-                ckptPath, list(misshaped));
-    ok = false;
-  }
-  if (!badType.empty()) {
-    diags.error(SourceRange(),
-                "{} weight tensor{} an unconvertible dtype in "
-                "'{}':{}",
-                badType.size(), badType.size() == 1 ? " has" : "s have",
-                ckptPath, list(badType));
-    ok = false;
-  }
-  if (!unexpected.empty())
-    diags.warning(SourceRange(),
-                  fmt::format("{} checkpoint tensor{} not used by the model "
-                              "(ignored):{}",
-                              unexpected.size(),
-                              unexpected.size() == 1 ? " is" : "s are",
-                              list(unexpected)));
-  return ok;
+  for (const Entry &e : entries)
+    binder->bind(e.name, e.shape, ir::isFloat(e.type.dtype), e.inOut);
+  return binder->report(diags, ckptPath, reportUnused, declared);
+}
+
+const std::set<std::string> *WeightPlan::consumedTensors() const {
+  return binder ? &binder->consumedTensors() : nullptr;
+}
+
+std::unique_ptr<FloatSource> WeightPlan::valuesOf(const Entry &e) const {
+  if (source == WeightSource::Checkpoint && binder)
+    if (const StoredTensor *t =
+            binder->bind(e.name, e.shape, ir::isFloat(e.type.dtype), e.inOut))
+      return binder->source(*t);
+  if (source == WeightSource::Random)
+    return randomSource(seed, e.name);
+  return zeroSource();
 }
 
 template <typename Sink>
-bool WeightPlan::produce(const Entry &e, DiagnosticEngine &diags,
-                         WeightStats &stats, Sink &&sink) const {
+bool WeightPlan::producePlain(const Entry &e, DiagnosticEngine &diags,
+                              WeightStats &stats, Sink &&sink) const {
   uint64_t n = numElements(e.shape);
   size_t outSize = ir::dtypeBits(e.type.dtype) / 8;
   std::vector<uint8_t> buf(std::min(n, kChunkElems) * outSize);
   bool wantFloat = ir::isFloat(e.type.dtype);
-  const StTensor *src =
-      source == WeightSource::Checkpoint ? ckpt->find(e.name) : nullptr;
+  const StoredTensor *stored =
+      source == WeightSource::Checkpoint && binder
+          ? binder->bind(e.name, e.shape, wantFloat, e.inOut)
+          : nullptr;
+  const StTensor *src = stored && !stored->quantized() ? stored->data : nullptr;
+  // Float output from a quantized checkpoint tensor or generated data goes
+  // through a FloatSource; same-dtype and integer tensors are copied.
+  std::unique_ptr<FloatSource> values;
+  std::vector<float> floats;
+  if (wantFloat &&
+      (!src ||
+       !((src->dtype == StDType::F32 && e.type.dtype == ir::DType::F32) ||
+         (src->dtype == StDType::F16 && e.type.dtype == ir::DType::F16) ||
+         (src->dtype == StDType::BF16 && e.type.dtype == ir::DType::BF16)))) {
+    if (stored || source != WeightSource::Checkpoint)
+      values = valuesOf(e);
+    floats.resize(std::min(n, kChunkElems));
+  }
   size_t inSize = src ? stDTypeSize(src->dtype) : 0;
-  uint64_t state = seed ^ fnv1a(e.name);
   for (uint64_t start = 0; start < n; start += kChunkElems) {
     uint64_t count = std::min(kChunkElems, n - start);
     uint8_t *out = buf.data();
-    if (src) {
+    if (values) {
+      values->read(start, count, floats.data());
+      for (uint64_t i = 0; i < count; ++i)
+        storeFloat(out + i * outSize, floats[i], e.type.dtype);
+      values->release(start, count);
+      if (!values->error.empty()) {
+        diags.error(SourceRange(), "cannot read weight '{}': {}", e.name,
+                    values->error);
+        return false;
+      }
+    } else if (src) {
       const uint8_t *in = src->data + start * inSize;
-      bool same = wantFloat ? (src->dtype == StDType::F32 &&
-                               e.type.dtype == ir::DType::F32) ||
-                                  (src->dtype == StDType::F16 &&
-                                   e.type.dtype == ir::DType::F16) ||
-                                  (src->dtype == StDType::BF16 &&
-                                   e.type.dtype == ir::DType::BF16)
-                            : (src->dtype == StDType::I64 &&
-                               e.type.dtype == ir::DType::I64);
-      if (same)
+      if (wantFloat ||
+          (src->dtype == StDType::I64 && e.type.dtype == ir::DType::I64))
         std::memcpy(out, in, count * outSize);
-      else if (wantFloat)
-        for (uint64_t i = 0; i < count; ++i)
-          storeFloat(out + i * outSize, loadFloat(in + i * inSize, src->dtype),
-                     e.type.dtype);
       else
         for (uint64_t i = 0; i < count; ++i)
           storeInt(out + i * outSize, loadInt(in + i * inSize, src->dtype),
                    e.type.dtype);
       stats.bytesRead += count * inSize;
       ckpt->file(src->file).release(in, count * inSize);
-    } else if (source == WeightSource::Random && wantFloat) {
-      for (uint64_t i = 0; i < count; ++i) {
-        double u = static_cast<double>(splitmix(state) >> 11) /
-                   static_cast<double>(1ull << 53);
-        storeFloat(out + i * outSize, static_cast<float>((u - 0.5) * 0.1),
-                   e.type.dtype);
-      }
     } else {
       std::memset(out, 0, count * outSize);
     }
@@ -284,45 +300,142 @@ bool WeightPlan::produce(const Entry &e, DiagnosticEngine &diags,
       return false;
     stats.bytesWritten += count * outSize;
   }
-  ++stats.tensors;
+  if (values)
+    stats.bytesRead += values->bytesRead;
+  return true;
+}
+
+template <typename Sink>
+bool WeightPlan::produceQuantized(const Entry &e, DiagnosticEngine &diags,
+                                  WeightStats &stats, Sink &&codesSink,
+                                  std::vector<uint8_t> &scales,
+                                  std::vector<uint8_t> &zeroPoints) const {
+  const ir::QuantLayout &l = e.layout;
+  ir::DType sdt = scaleDType(e.type);
+  size_t scaleSize = ir::dtypeBits(sdt) / 8;
+  float (*round)(float) = sdt == ir::DType::F16    ? roundHalf
+                          : sdt == ir::DType::BF16 ? roundBf16
+                                                   : roundNone;
+  std::unique_ptr<FloatSource> values = valuesOf(e);
+  const uint64_t N = static_cast<uint64_t>(l.rows),
+                 K = static_cast<uint64_t>(l.cols);
+  const int64_t nb = l.blocksPerRow();
+  scales.assign(
+      static_cast<size_t>(l.experts) * l.scalesPerMatrix() * scaleSize, 0);
+  zeroPoints.assign(
+      static_cast<size_t>(l.experts * l.rows * l.zeroPointBytesPerRow()), 0);
+  // Output rows are quantized in tiles of T rows: rows of an [out, in]
+  // matrix are contiguous; an [in, out] matrix is read column tiles.
+  uint64_t T = std::max<uint64_t>(1, std::min<uint64_t>(N, kChunkElems / K));
+  std::vector<float> tile(T * K), row(K), rowScales(nb);
+  std::vector<uint8_t> codes(T * nb * l.blobBytes());
+  for (int64_t x = 0; x < l.experts; ++x) {
+    uint64_t base = static_cast<uint64_t>(x) * N * K;
+    for (uint64_t n0 = 0; n0 < N; n0 += T) {
+      uint64_t t = std::min(T, N - n0);
+      if (e.inOut) {
+        for (uint64_t k = 0; k < K; ++k)
+          values->read(base + k * N + n0, t, tile.data() + k * t);
+      } else {
+        values->read(base + n0 * K, t * K, tile.data());
+        values->release(base + n0 * K, t * K);
+      }
+      for (uint64_t i = 0; i < t; ++i) {
+        const float *src = tile.data() + i * K;
+        if (e.inOut) {
+          for (uint64_t k = 0; k < K; ++k)
+            row[k] = tile[k * t + i];
+          src = row.data();
+        }
+        uint64_t r = static_cast<uint64_t>(x) * N + n0 + i;
+        quantizeRow(src, l, round, codes.data() + i * nb * l.blobBytes(),
+                    rowScales.data(),
+                    l.symmetric
+                        ? nullptr
+                        : zeroPoints.data() + r * l.zeroPointBytesPerRow());
+        for (int64_t b = 0; b < nb; ++b)
+          storeFloat(scales.data() + (r * nb + b) * scaleSize, rowScales[b],
+                     sdt);
+      }
+      if (!values->error.empty()) {
+        diags.error(SourceRange(), "cannot read weight '{}': {}", e.name,
+                    values->error);
+        return false;
+      }
+      uint64_t bytes = t * nb * l.blobBytes();
+      if (!codesSink(codes.data(), bytes, diags))
+        return false;
+      stats.bytesWritten += bytes;
+    }
+    if (e.inOut)
+      values->release(base, N * K);
+  }
+  stats.bytesRead += values->bytesRead;
   return true;
 }
 
 static void describe(onnx::TensorProto *t, const std::string &name,
-                     const std::vector<int64_t> &shape, ir::DType dt) {
+                     const std::vector<int64_t> &dims, int32_t type) {
   t->set_name(name);
-  t->set_data_type(onnxDType(ir::dtypeName(dt)));
-  for (int64_t d : shape)
+  t->set_data_type(type);
+  for (int64_t d : dims)
     t->add_dims(d);
 }
 
 bool WeightPlan::writeExternal(onnx::GraphProto &graph, ExternalDataWriter &out,
                                DiagnosticEngine &diags,
                                WeightStats &stats) const {
-  for (const Entry &e : entries) {
-    onnx::TensorProto *t = graph.add_initializer();
-    describe(t, e.name, e.shape, e.type.dtype);
-    uint64_t bytes = numElements(e.shape) * ir::dtypeBits(e.type.dtype) / 8;
+  bool write = source != WeightSource::Layout;
+  auto sink = [&](const uint8_t *p, uint64_t n, DiagnosticEngine &d) {
+    return out.write(p, n, d);
+  };
+  // Each region of an entry is placed on its own (aligned, in the chunk
+  // that has room for it), so the codes, scales and zero points of one
+  // quantized weight may lie in different data files; every view names its
+  // region's file.
+  struct Placed {
     std::string location;
     uint64_t offset = 0;
-    if (!out.place(bytes, location, offset, diags))
-      return false;
-    t->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
-    auto add = [&](const std::string &k, const std::string &v) {
-      auto *kv = t->add_external_data();
-      kv->set_key(k);
-      kv->set_value(v);
+  };
+  for (const Entry &e : entries) {
+    Placed region[4];
+    auto place = [&](int r) {
+      return out.place(regionBytes(e, r), region[r].location, region[r].offset,
+                       diags);
     };
-    add("location", location);
-    add("offset", std::to_string(offset));
-    add("length", std::to_string(bytes));
-    if (source == WeightSource::Layout) {
-      ++stats.tensors;
-    } else if (!produce(e, diags, stats,
-                        [&](const uint8_t *p, uint64_t n, DiagnosticEngine &d) {
-                          return out.write(p, n, d);
-                        })) {
-      return false;
+    if (e.plain) {
+      if (!place(0) || (write && !producePlain(e, diags, stats, sink)))
+        return false;
+    }
+    if (e.quantized) {
+      std::vector<uint8_t> scales, zps;
+      // The scales and zero points are known once the codes are written.
+      if (!place(1) ||
+          (write && !produceQuantized(e, diags, stats, sink, scales, zps)))
+        return false;
+      if (!place(2) ||
+          (write && !out.write(scales.data(), scales.size(), diags)))
+        return false;
+      stats.bytesWritten += write ? scales.size() : 0;
+      if (!e.layout.symmetric) {
+        if (!place(3) || (write && !out.write(zps.data(), zps.size(), diags)))
+          return false;
+        stats.bytesWritten += write ? zps.size() : 0;
+      }
+    }
+    ++stats.tensors;
+    for (const View &v : e.views) {
+      onnx::TensorProto *t = graph.add_initializer();
+      describe(t, v.name, v.dims, v.onnxType);
+      t->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+      auto add = [&](const std::string &k, const std::string &val) {
+        auto *kv = t->add_external_data();
+        kv->set_key(k);
+        kv->set_value(val);
+      };
+      add("location", region[v.region].location);
+      add("offset", std::to_string(region[v.region].offset + v.offset));
+      add("length", std::to_string(v.bytes));
     }
   }
   return out.finish(diags);
@@ -331,17 +444,32 @@ bool WeightPlan::writeExternal(onnx::GraphProto &graph, ExternalDataWriter &out,
 bool WeightPlan::embed(onnx::GraphProto &graph, DiagnosticEngine &diags,
                        WeightStats &stats, ProgressBar *progress) const {
   for (const Entry &e : entries) {
-    onnx::TensorProto *t = graph.add_initializer();
-    describe(t, e.name, e.shape, e.type.dtype);
-    std::string *raw = t->mutable_raw_data();
-    if (!produce(e, diags, stats,
-                 [&](const uint8_t *p, uint64_t n, DiagnosticEngine &) {
-                   raw->append(reinterpret_cast<const char *>(p), n);
-                   if (progress)
-                     progress->advance(n);
-                   return true;
-                 }))
+    std::string region[4];
+    auto appendTo = [progress](std::string &s) {
+      return [&s, progress](const uint8_t *p, uint64_t n, DiagnosticEngine &) {
+        s.append(reinterpret_cast<const char *>(p), n);
+        if (progress)
+          progress->advance(n);
+        return true;
+      };
+    };
+    if (e.plain && !producePlain(e, diags, stats, appendTo(region[0])))
       return false;
+    if (e.quantized) {
+      std::vector<uint8_t> scales, zps;
+      if (!produceQuantized(e, diags, stats, appendTo(region[1]), scales, zps))
+        return false;
+      region[2].assign(scales.begin(), scales.end());
+      region[3].assign(zps.begin(), zps.end());
+      if (progress)
+        progress->advance(scales.size() + zps.size());
+    }
+    ++stats.tensors;
+    for (const View &v : e.views) {
+      onnx::TensorProto *t = graph.add_initializer();
+      describe(t, v.name, v.dims, v.onnxType);
+      t->set_raw_data(region[v.region].substr(v.offset, v.bytes));
+    }
   }
   if (progress)
     progress->finish();

@@ -3,22 +3,37 @@
 // This file declares WeightPlan, which collects the weight tensors an ONNX
 // graph uses (named by the .arch weight patterns, i.e. the Hugging Face
 // checkpoint names), checks them against a checkpoint (missing, unexpected,
-// mis-shaped, unconvertible), and writes their data: streamed from the
-// memory-mapped checkpoint with dtype conversion, generated (random/zeros),
-// or left as a sparse all-zero layout. Memory stays bounded by a fixed-size
-// conversion buffer, whatever the model size.
+// mis-shaped, unconvertible, quantized formats and their scales), and writes
+// their data: streamed from the memory-mapped checkpoint with dtype
+// conversion or dequantization, generated (random/zeros), or left as a
+// sparse all-zero layout. Memory stays bounded by fixed-size buffers,
+// whatever the model size.
+//
+// A weight may also be stored block-quantized (`--quant`): its codes,
+// scales and zero points are regions of the external data named after it
+// (`<name>.qweight`, `<name>.scales`, `<name>.zero_points`), each placed
+// by the ExternalDataWriter on its own, so one weight's regions may lie in
+// different chunk files. A stacked
+// [E, N, K] expert tensor is quantized per expert along K into one region
+// of [E, N, blocks, blob] codes; each expert's MatMulNBits reads its slice
+// through its own initializer (`<name>.<e>.qweight`, an external-data view
+// of the same bytes), and a stacked-expert dispatch can read the whole
+// region as one [E, N, K / pack] tensor (QMoE's layout).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_EMIT_WEIGHTPLAN_H
 #define ARCHC_EMIT_WEIGHTPLAN_H
 
 #include "emit/ExternalData.h"
+#include "emit/QuantizedCheckpoint.h"
 #include "emit/Safetensors.h"
 #include "ir/Types.h"
+#include "ir/WeightQuant.h"
 
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,28 +49,54 @@ struct WeightStats {
   uint64_t bytesRead = 0;
 };
 
+/// The initializer names of a quantized weight as one consumer reads it.
+struct QuantizedRef {
+  std::string codes, scales, zeroPoints; ///< zeroPoints empty if symmetric
+  ir::QuantLayout layout;
+};
+
 class WeightPlan {
 public:
-  WeightPlan(WeightSource source, const Checkpoint *ckpt, uint64_t seed)
-      : source(source), ckpt(ckpt), seed(seed) {}
+  WeightPlan(WeightSource source, const Checkpoint *ckpt, uint64_t seed,
+             const ir::CheckpointQuant &ckptQuant = {});
+  ~WeightPlan();
 
-  /// Registers a weight used by the graph; returns the initializer name.
+  /// Registers a weight used by the graph as a float (or integer) tensor;
+  /// returns the initializer name.
   const std::string &use(const std::string &name, const ir::TensorType &type);
 
+  /// Registers the quantized form of a weight read as a matrix of
+  /// `layout.rows` outputs by `layout.cols` inputs (per expert), `inOut`
+  /// when the weight is stored [in, out]. `expert` >= 0 selects one
+  /// expert's matrix of a stacked weight (`<name>.<e>.qweight` ...); -1 on a
+  /// stacked layout the whole stack ([E, N, blocks * blob] codes, [E, N,
+  /// blocks] scales: QMoE's layout); `forGather` the 2-D [rows, blocks *
+  /// blob] codes view GatherBlockQuantized reads. Views share the bytes.
+  QuantizedRef useQuantized(const std::string &name, const ir::TensorType &type,
+                            const ir::QuantLayout &layout, bool inOut,
+                            int64_t expert, bool forGather);
+
+  /// Names of stacked weights the model reads as [in, out] matrices (the
+  /// orientation of gpt-oss's MXFP4 blocks).
+  void setInOutWeights(std::set<std::string> names) {
+    inOutNames = std::move(names);
+  }
+
   /// Checks the registered weights against the checkpoint. Missing,
-  /// mis-shaped and unconvertible tensors are errors; checkpoint tensors the
-  /// model does not use are reported as a warning. No-op without a
-  /// checkpoint.
+  /// mis-shaped, unconvertible and badly quantized tensors are errors;
+  /// checkpoint tensors the model does not use are reported as a warning.
+  /// No-op without a checkpoint.
   /// Without `reportUnused`, checkpoint tensors the plan does not use are
   /// not reported (a package reports them once, over all its graphs);
   /// names in `declared` (tensors the arch's other graphs read) are not
   /// reported either.
   bool validate(DiagnosticEngine &diags, const std::string &ckptPath,
                 bool reportUnused = true,
-                const std::set<std::string> *declared = nullptr) const;
+                const std::set<std::string> *declared = nullptr);
 
-  /// Whether the plan uses a tensor of that name.
-  bool uses(const std::string &name) const { return index.count(name) != 0; }
+  /// The checkpoint tensors binding read (weights and their scale
+  /// sidecars); null without a checkpoint.
+  const std::set<std::string> *consumedTensors() const;
 
   /// Adds the initializers to `graph` with their data in external data
   /// files, placed and written by `out` (which it finishes).
@@ -66,25 +107,55 @@ public:
   bool embed(onnx::GraphProto &graph, DiagnosticEngine &diags,
              WeightStats &stats, ProgressBar *progress = nullptr) const;
 
-  /// Total bytes of weight data.
+  /// Total bytes of weight data (without alignment padding).
   uint64_t totalBytes() const;
 
 private:
+  struct View {
+    std::string name;
+    int region;      ///< 0 float, 1 codes, 2 scales, 3 zero points
+    uint64_t offset; ///< bytes into the region
+    uint64_t bytes;
+    std::vector<int64_t> dims;
+    int32_t onnxType;
+  };
   struct Entry {
     std::string name;
     ir::TensorType type;
     std::vector<int64_t> shape;
+    bool plain = false; ///< the float/int tensor itself is an initializer
+    bool quantized = false;
+    ir::QuantLayout layout;
+    bool inOut = false;
+    std::vector<View> views;
+    std::set<std::string> viewNames;
   };
   WeightSource source;
   const Checkpoint *ckpt;
   uint64_t seed;
+  ir::CheckpointQuant ckptQuant;
+  std::unique_ptr<CheckpointBinder> binder;
+  std::set<std::string> inOutNames;
   std::vector<Entry> entries;
   std::map<std::string, size_t> index;
 
-  /// Produces the bytes of one tensor in chunks, calling `sink` for each.
+  Entry &entryFor(const std::string &name, const ir::TensorType &type);
+  std::unique_ptr<FloatSource> valuesOf(const Entry &e) const;
+  uint64_t regionBytes(const Entry &e, int region) const;
+
+  /// Produces the bytes of one region of an entry in chunks, calling
+  /// `sink` for each.
   template <typename Sink>
-  bool produce(const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
-               Sink &&sink) const;
+  bool produce(const Entry &e, int region, DiagnosticEngine &diags,
+               WeightStats &stats, Sink &&sink) const;
+  template <typename Sink>
+  bool producePlain(const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
+                    Sink &&sink) const;
+  template <typename Sink>
+  bool produceQuantized(const Entry &e, DiagnosticEngine &diags,
+                        WeightStats &stats, Sink &&codes,
+                        std::vector<uint8_t> &scales,
+                        std::vector<uint8_t> &zeroPoints) const;
 };
 
 } // namespace archc

@@ -59,6 +59,12 @@ public:
   virtual bool isWeight(const Value *v) const = 0;
   /// Storage bits of weights, activations and KV-cache / state elements.
   virtual double weightBits() const = 0;
+  /// Storage bits of one element of weight `v` as the op being costed
+  /// reads it (a quantized weight's codes, scales and zero points).
+  virtual double weightBitsOf(const Value *v) const {
+    (void)v;
+    return weightBits();
+  }
   virtual double activationBits() const = 0;
   virtual double kvBits() const = 0;
   /// Fraction of key positions holding data (1 / ratio for compressed

@@ -266,6 +266,9 @@ struct WeightDecl {
   /// The tensor stacks all routed experts along its first axis (read one
   /// expert at a time through expert_slice).
   bool stackedExperts = false;
+  /// Declared with an explicit dtype (e.g. float32 state weights that
+  /// Hugging Face keeps in fp32): never quantized.
+  bool pinnedDType = false;
   SourceRange loc;
 
   /// Number of tensors this declaration stands for.

@@ -706,7 +706,8 @@ std::string Evaluator::currentScope() const {
 
 EvalValue Evaluator::declareParam(const std::string &name,
                                   const std::vector<EvalValue> &shape,
-                                  ir::DType dtype, SourceRange range) {
+                                  ir::DType dtype, SourceRange range,
+                                  bool pinnedDType) {
   std::string prefix = currentScope();
   std::string pattern = prefix.empty() ? name : prefix + "." + name;
   if (name.empty()) {
@@ -791,6 +792,7 @@ EvalValue Evaluator::declareParam(const std::string &name,
   }
   if (hasLayer)
     module.weights[declIndex].layers.push_back(*layer);
+  module.weights[declIndex].pinnedDType |= pinnedDType;
   ir::Op *op = createOp(OpKind::Param, {}, range);
   op->setAttr("name", pattern);
   op->getResult()->type = type;

@@ -316,7 +316,7 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
       }
     }
     return declareParam(args[0].value.getString(), args[1].value.getList(), dt,
-                        range);
+                        range, args[2].present && !args[2].value.isNone());
   }
   if (n == "type_of")
     return EvalValue::string(args[0].value.typeName());

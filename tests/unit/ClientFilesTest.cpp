@@ -205,9 +205,20 @@ TEST(ModelFolder, FileNamesAndLayerTypes) {
   EXPECT_EQ(folderModelFile(ir::DType::F32), "model.onnx");
   EXPECT_EQ(folderModelFile(ir::DType::F16), "model_fp16.onnx");
   EXPECT_EQ(folderModelFile(ir::DType::BF16), "model_bf16.onnx");
-  EXPECT_EQ(folderModelFile(ir::DType::F32, "int4"), "model_q4.onnx");
-  EXPECT_EQ(folderModelFile(ir::DType::F16, "int4"), "model_q4f16.onnx");
-  EXPECT_EQ(folderModelFile(ir::DType::F32, "int8"), "model_int8.onnx");
+  // transformers.js 4.3.1's dtype suffixes (q4 -> _q4, q4f16 -> _q4f16,
+  // int8 -> _int8); the block size and symmetry do not change the name.
+  ir::QuantOptions int4, int8;
+  int4.bits = 4;
+  int8.bits = 8;
+  EXPECT_EQ(folderModelFile(ir::DType::F32, int4), "model_q4.onnx");
+  EXPECT_EQ(folderModelFile(ir::DType::F16, int4), "model_q4f16.onnx");
+  EXPECT_EQ(folderModelFile(ir::DType::F32, int8), "model_int8.onnx");
+  int4.block = 128;
+  int4.symmetric = false;
+  EXPECT_EQ(folderModelFile(ir::DType::F32, int4), "model_q4.onnx");
+  // No transformers.js dtype: distinct names, never another variant's.
+  EXPECT_EQ(folderModelFile(ir::DType::F16, int8), "model_int8f16.onnx");
+  EXPECT_EQ(folderModelFile(ir::DType::BF16, int4), "model_q4bf16.onnx");
 
   test::Compiled next = compileBundled("qwen3_next", "tiny/qwen3_next.json");
   ASSERT_TRUE(next.ok) << next.diagnostics();
@@ -236,6 +247,22 @@ TEST(ModelFolder, FileNamesAndLayerTypes) {
   EXPECT_FALSE(
       outputConfig(llama.c->config->root(), llama.module(), {}, nullptr)
           .contains("layer_types"));
+
+  // A quantized checkpoint's quantization_config (top level or in
+  // text_config) does not describe the folder's models; the rest stays.
+  nlohmann::json fp8 = llama.c->config->root();
+  fp8["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}};
+  nlohmann::json fp8Out = outputConfig(fp8, llama.module(), {}, nullptr);
+  EXPECT_FALSE(fp8Out.contains("quantization_config"));
+  EXPECT_EQ(fp8Out["hidden_size"], fp8["hidden_size"]);
+  nlohmann::json nested = {
+      {"model_type", "m"},
+      {"text_config",
+       {{"hidden_size", 8},
+        {"quantization_config", fp8["quantization_config"]}}}};
+  nlohmann::json nestedOut = outputConfig(nested, llama.module(), {}, nullptr);
+  EXPECT_FALSE(nestedOut["text_config"].contains("quantization_config"));
+  EXPECT_EQ(nestedOut["text_config"]["hidden_size"], 8);
 
   // Qwen3.5-MoE's text config becomes its composite type's text_config.
   test::Compiled moe = compileBundled("qwen3_5", "tiny/qwen3_5_moe.json");

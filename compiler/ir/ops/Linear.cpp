@@ -128,7 +128,7 @@ OpCost gatherCost(const Op &op, const CostContext &ctx) {
   double rows = ctx.elements(op.getOperand(1)->type);
   double rowElems = ctx.elements(table->type) / ctx.dim(table->type.dims[0]);
   double rowBits =
-      ctx.isWeight(table) ? ctx.weightBits() : ctx.activationBits();
+      ctx.isWeight(table) ? ctx.weightBitsOf(table) : ctx.activationBits();
   c.weightBytes += rows * rowElems * rowBits / 8;
   readOperandsWriteResults(op, ctx, c, 1);
   return c;

@@ -1,0 +1,41 @@
+//===- QuantConfig.h - Quantization settings of a compilation ---*- C++ -*-===//
+//
+// This file declares how the driver turns the command line (`--quant*`) and
+// config.json (`quantization_config`, `expert_dtype`) into the quantization
+// settings the back ends share (ir/WeightQuant.h), and how the profile
+// learns the bytes a checkpoint really stores.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_DRIVER_QUANTCONFIG_H
+#define ARCHC_DRIVER_QUANTCONFIG_H
+
+#include "config/JsonSource.h"
+#include "driver/Options.h"
+#include "ir/WeightQuant.h"
+
+#include <map>
+#include <string>
+
+namespace archc {
+
+/// `--quant*` as QuantOptions.
+ir::QuantOptions quantOptions(const Options &opts);
+
+/// Reads `quantization_config` (at the root or in `text_config`): quant
+/// method fp8 (fmt e4m3, weight_block_size, scale_fmt ue8m0) or mxfp4, and
+/// DeepSeek-V4's `expert_dtype`. An unsupported method or field value is an
+/// error located in config.json.
+bool readCheckpointQuant(const JsonSource &config, DiagnosticEngine &diags,
+                         ir::CheckpointQuant &out);
+
+/// Binds the module's weights to the checkpoint at `path` (headers only)
+/// and returns the bytes each weight declaration's tensors occupy there
+/// (quantized data plus scales), by ir::weightKey (pattern and type). Binding
+/// problems are reported as for -emit=onnx.
+bool checkpointBytes(const ir::Module &m, const std::string &path,
+                     const ir::CheckpointQuant &quant, DiagnosticEngine &diags,
+                     std::map<std::string, double> &bytesByPattern);
+
+} // namespace archc
+
+#endif // ARCHC_DRIVER_QUANTCONFIG_H

@@ -1,0 +1,164 @@
+//===- OnnxContribSchemas.cpp - ONNX Runtime contrib ops for the checker --===//
+//
+// This file registers MatMulNBits and GatherBlockQuantized with onnx's
+// schema registry. Their shape rules also check the quantized initializers'
+// shapes against the attributes, so a layout bug fails in-process instead
+// of in ONNX Runtime.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/OnnxContribSchemas.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
+
+#include <mutex>
+#include <string>
+
+namespace archc {
+
+namespace {
+using namespace ONNX_NAMESPACE;
+
+int64_t intAttr(InferenceContext &ctx, const char *name, int64_t dflt) {
+  return getAttribute(ctx, name, dflt);
+}
+
+void expectDims(InferenceContext &ctx, size_t input,
+                const std::vector<int64_t> &want, const char *what) {
+  if (!hasInputShape(ctx, input))
+    return;
+  const TensorShapeProto &s = getInputShape(ctx, input);
+  bool ok = s.dim_size() == static_cast<int>(want.size());
+  for (int i = 0; ok && i < s.dim_size(); ++i)
+    if (s.dim(i).has_dim_value() && s.dim(i).dim_value() != want[i])
+      ok = false;
+  if (!ok) {
+    std::string w;
+    for (int64_t d : want)
+      w += (w.empty() ? "" : ", ") + std::to_string(d);
+    fail_shape_inference(what, " has the wrong shape (expected [", w, "])");
+  }
+}
+
+void inferMatMulNBits(InferenceContext &ctx) {
+  propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  int64_t K = intAttr(ctx, "K", 0), N = intAttr(ctx, "N", 0);
+  int64_t bits = intAttr(ctx, "bits", 4), block = intAttr(ctx, "block_size", 0);
+  if (K <= 0 || N <= 0 || block < 16 || (block & (block - 1)) ||
+      (bits != 2 && bits != 4 && bits != 8))
+    fail_shape_inference("MatMulNBits: invalid K, N, bits or block_size");
+  int64_t nb = (K + block - 1) / block;
+  expectDims(ctx, 1, {N, nb, block * bits / 8}, "MatMulNBits input B");
+  expectDims(ctx, 2, {N, nb}, "MatMulNBits scales");
+  if (ctx.getNumInputs() > 3 && ctx.getInputType(3))
+    expectDims(ctx, 3, {N, (nb * bits + 7) / 8}, "MatMulNBits zero_points");
+  if (!hasInputShape(ctx, 0))
+    return;
+  const TensorShapeProto &a = getInputShape(ctx, 0);
+  if (a.dim_size() < 1)
+    fail_shape_inference("MatMulNBits: A must have rank >= 1");
+  const auto &last = a.dim(a.dim_size() - 1);
+  if (last.has_dim_value() && last.dim_value() != K)
+    fail_shape_inference("MatMulNBits: A's last dim is not K");
+  TensorShapeProto out;
+  for (int i = 0; i + 1 < a.dim_size(); ++i)
+    *out.add_dim() = a.dim(i);
+  out.add_dim()->set_dim_value(N);
+  updateOutputShape(ctx, 0, out);
+}
+
+void inferGatherBlockQuantized(InferenceContext &ctx) {
+  propagateElemTypeFromInputToOutput(ctx, 2, 0);
+  int64_t bits = intAttr(ctx, "bits", 4);
+  if (intAttr(ctx, "gather_axis", 0) != 0 ||
+      intAttr(ctx, "quantize_axis", 1) != 1)
+    fail_shape_inference("GatherBlockQuantized: archc emits gather_axis 0 "
+                         "and quantize_axis 1 only");
+  if (!hasInputShape(ctx, 0) || !hasInputShape(ctx, 1))
+    return;
+  const TensorShapeProto &data = getInputShape(ctx, 0);
+  const TensorShapeProto &ids = getInputShape(ctx, 1);
+  if (data.dim_size() != 2)
+    fail_shape_inference("GatherBlockQuantized: data must be 2-D");
+  TensorShapeProto out;
+  for (int i = 0; i < ids.dim_size(); ++i)
+    *out.add_dim() = ids.dim(i);
+  const auto &width = data.dim(1);
+  if (width.has_dim_value())
+    out.add_dim()->set_dim_value(width.dim_value() * (8 / bits));
+  else
+    out.add_dim();
+  updateOutputShape(ctx, 0, out);
+}
+
+void registerAll() {
+  auto &domains = OpSchemaRegistry::DomainToVersionRange::Instance();
+  if (!domains.Map().count(kContribDomain))
+    domains.AddDomainToVersion(kContribDomain, kContribOpset, kContribOpset);
+  static OpSchema matmul =
+      OpSchema()
+          .SetName("MatMulNBits")
+          .SetDomain(kContribDomain)
+          .SinceVersion(kContribOpset)
+          .SetDoc("MatMul with a block-quantized right-hand side (ONNX "
+                  "Runtime contrib op).")
+          .Attr("K", "input features", AttributeProto::INT)
+          .Attr("N", "output features", AttributeProto::INT)
+          .Attr("bits", "bits per weight", AttributeProto::INT)
+          .Attr("block_size", "inputs per block", AttributeProto::INT)
+          .Attr("accuracy_level", "minimum accuracy of A", AttributeProto::INT,
+                static_cast<int64_t>(0))
+          .Input(0, "A", "input", "T1")
+          .Input(1, "B", "packed codes [N, blocks, blob]", "T2")
+          .Input(2, "scales", "[N, blocks]", "T1")
+          .Input(3, "zero_points", "packed [N, ceil(blocks bits / 8)]", "T3",
+                 OpSchema::Optional)
+          .Input(4, "g_idx", "deprecated", "T4", OpSchema::Optional)
+          .Input(5, "bias", "[N]", "T1", OpSchema::Optional)
+          .Output(0, "Y", "A's shape with last dim N", "T1")
+          .TypeConstraint(
+              "T1", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)"},
+              "activations and scales")
+          .TypeConstraint("T2", {"tensor(uint8)"}, "codes")
+          .TypeConstraint("T3",
+                          {"tensor(uint8)", "tensor(float)", "tensor(float16)",
+                           "tensor(bfloat16)"},
+                          "zero points")
+          .TypeConstraint("T4", {"tensor(int32)"}, "group index")
+          .TypeAndShapeInferenceFunction(inferMatMulNBits);
+  OpSchemaRegistry::OpSchemaRegisterOnce registerMatMul(matmul);
+  static OpSchema gather =
+      OpSchema()
+          .SetName("GatherBlockQuantized")
+          .SetDomain(kContribDomain)
+          .SinceVersion(kContribOpset)
+          .SetDoc("Gather of block-quantized rows (ONNX Runtime contrib op).")
+          .Attr("bits", "bits per weight", AttributeProto::INT,
+                static_cast<int64_t>(4))
+          .Attr("block_size", "elements per block", AttributeProto::INT,
+                static_cast<int64_t>(128))
+          .Attr("gather_axis", "gathered axis", AttributeProto::INT,
+                static_cast<int64_t>(0))
+          .Attr("quantize_axis", "quantized axis", AttributeProto::INT,
+                static_cast<int64_t>(1))
+          .Input(0, "data", "packed codes", "T1")
+          .Input(1, "indices", "indices", "Tind")
+          .Input(2, "scales", "scales", "T2")
+          .Input(3, "zero_points", "zero points", "T1", OpSchema::Optional)
+          .Output(0, "output", "dequantized rows", "T2")
+          .TypeConstraint("T1", {"tensor(uint8)"}, "codes")
+          .TypeConstraint(
+              "T2", {"tensor(float)", "tensor(float16)", "tensor(bfloat16)"},
+              "output and scales")
+          .TypeConstraint("Tind", {"tensor(int32)", "tensor(int64)"}, "indices")
+          .TypeAndShapeInferenceFunction(inferGatherBlockQuantized);
+  OpSchemaRegistry::OpSchemaRegisterOnce registerGather(gather);
+}
+} // namespace
+
+void registerContribSchemas() {
+  static std::once_flag once;
+  std::call_once(once, registerAll);
+}
+
+} // namespace archc

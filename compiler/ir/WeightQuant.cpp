@@ -1,0 +1,248 @@
+//===- WeightQuant.cpp - Which weights are quantized, and their sizes -----===//
+//
+// This file implements the classification of Linear weights and the byte
+// counts of block-quantized storage. A weight is a Linear weight when a
+// matmul reads it (directly, or one expert's slice of it) as its 2-D
+// matrix; routers (whose product reaches `route`), single-output gates and
+// params pinned to another dtype than the activations' stay float.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/WeightQuant.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+
+namespace archc::ir {
+
+std::string weightKey(const std::string &pattern, const TensorType &type) {
+  return pattern + " " + type.str();
+}
+
+std::string quantFileTag(const QuantOptions &q, DType activations) {
+  if (!q.enabled())
+    return "";
+  std::string tag = q.bits == 4 ? "q4" : "int8";
+  if (activations == DType::F16)
+    tag += "f16";
+  else if (activations == DType::BF16)
+    tag += "bf16";
+  return tag;
+}
+
+std::string CheckpointQuant::describe() const {
+  switch (method) {
+  case Method::None:
+    return "no quantization_config";
+  case Method::FP8: {
+    std::string s = fmt::format("fp8 (e4m3, {}x{} blocks{})", blockRows,
+                                blockCols, ue8m0 ? ", ue8m0 scales" : "");
+    if (fp4Experts)
+      s += ", fp4 routed experts";
+    return s;
+  }
+  case Method::MXFP4:
+    return "mxfp4";
+  }
+  return "?";
+}
+
+double QuantLayout::totalBytes() const {
+  double perMatrix = static_cast<double>(codeBytesPerMatrix()) +
+                     static_cast<double>(scalesPerMatrix()) * scaleBits / 8 +
+                     static_cast<double>(rows * zeroPointBytesPerRow());
+  return perMatrix * static_cast<double>(experts);
+}
+
+namespace {
+
+int64_t constDim(const SymExpr &d) { return d.getConstant().value_or(0); }
+
+/// Whether `v` reaches a route op's logits: walked backwards from every
+/// route through the ops a router's product passes (casts, reshapes, the
+/// bias add, scaling).
+void collectRouterMatmuls(const Module &m, std::set<const Op *> &out) {
+  std::function<void(const Value *, int)> back = [&](const Value *v,
+                                                     int depth) {
+    const Op *d = v->getDefiningOp();
+    if (!d || depth > 8)
+      return;
+    switch (d->getKind()) {
+    case OpKind::MatMul:
+      out.insert(d);
+      return;
+    case OpKind::Cast:
+    case OpKind::Reshape:
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+      for (const Value *o : d->operands)
+        back(o, depth + 1);
+      return;
+    default:
+      return;
+    }
+  };
+  walk(m.graph.body, [&](const Op &op) {
+    if (op.getKind() == OpKind::Route)
+      back(op.getOperand(0), 0);
+  });
+}
+
+const Op *paramOf(const Value *v, const Op **slice) {
+  const Op *d = v->getDefiningOp();
+  *slice = nullptr;
+  if (d && d->getKind() == OpKind::ExpertSlice) {
+    *slice = d;
+    d = d->getOperand(0)->getDefiningOp();
+  }
+  return d && d->getKind() == OpKind::Param ? d : nullptr;
+}
+
+/// The declaration of a param op: its pattern (or, in the expanded IR, the
+/// pattern that instantiates to its name) and its type.
+const WeightDecl *declOf(const Module &m, const Op &param) {
+  const std::string &name = param.attr<std::string>("name");
+  const TensorType &type = param.getResult()->type;
+  for (const WeightDecl &w : m.weights)
+    if (w.type == type && w.pattern == name)
+      return &w;
+  for (const WeightDecl &w : m.weights)
+    if (w.type == type)
+      for (int64_t l : w.layers)
+        if (instantiatePattern(w.pattern, l, -1) == name)
+          return &w;
+  return nullptr;
+}
+
+} // namespace
+
+std::vector<LinearWeightUse> findLinearWeightUses(const Module &m) {
+  std::set<const Op *> routers;
+  collectRouterMatmuls(m, routers);
+  std::vector<LinearWeightUse> out;
+  walk(m.graph.body, [&](const Op &op) {
+    if (op.getKind() != OpKind::MatMul || routers.count(&op))
+      return;
+    LinearWeightUse u;
+    u.matmul = &op;
+    u.param = paramOf(op.getOperand(1), &u.slice);
+    if (!u.param)
+      return;
+    const TensorType &w = op.getOperand(1)->type;
+    const TensorType &stored = u.param->getResult()->type;
+    if (w.rank() != 2 || !isFloat(w.dtype) || w.dtype != m.activationDType)
+      return;
+    if (u.slice && stored.rank() != 3)
+      return;
+    u.inOut = !op.attr<bool>("transpose_b");
+    u.rows = constDim(u.inOut ? w.dims[1] : w.dims[0]);
+    u.cols = constDim(u.inOut ? w.dims[0] : w.dims[1]);
+    u.experts = u.slice ? constDim(stored.dims[0]) : 1;
+    if (u.rows <= 1 || u.cols <= 0 || u.experts <= 0)
+      return;
+    if (const WeightDecl *d = declOf(m, *u.param); d && d->pinnedDType)
+      return;
+    out.push_back(u);
+  });
+  return out;
+}
+
+std::vector<const Op *> findEmbeddingGathers(const Module &m) {
+  std::vector<const Op *> out;
+  walk(m.graph.body, [&](const Op &op) {
+    if (op.getKind() != OpKind::Gather)
+      return;
+    const Op *d = op.getOperand(0)->getDefiningOp();
+    const TensorType &t = op.getOperand(0)->type;
+    if (d && d->getKind() == OpKind::Param && t.rank() == 2 &&
+        t.dtype == m.activationDType && isFloat(t.dtype)) {
+      const WeightDecl *w = declOf(m, *d);
+      if (!w || !w->pinnedDType)
+        out.push_back(&op);
+    }
+  });
+  return out;
+}
+
+WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q) {
+  WeightStorage s;
+  // Per declaration: the quantized layout (if a quantized consumer reads
+  // it) and whether a float consumer reads it too.
+  std::map<const WeightDecl *, QuantLayout> quantized;
+  std::set<const Op *> quantParams;
+  double scaleBits =
+      q.scaleBits > 0 ? q.scaleBits : dtypeBits(m.activationDType);
+  auto layoutFor = [&](int64_t rows, int64_t cols, int64_t experts) {
+    QuantLayout l;
+    l.bits = q.bits;
+    l.block = q.block;
+    l.rows = rows;
+    l.cols = cols;
+    l.experts = experts;
+    l.symmetric = q.symmetric;
+    l.scaleBits = scaleBits;
+    return l;
+  };
+  if (q.enabled()) {
+    for (const LinearWeightUse &u : findLinearWeightUses(m)) {
+      const WeightDecl *w = declOf(m, *u.param);
+      if (!w)
+        continue;
+      quantized[w] = layoutFor(u.rows, u.cols, u.experts);
+      s.quantizedReaders.insert(u.matmul);
+      quantParams.insert(u.param);
+    }
+    if (q.embeddings)
+      for (const Op *g : findEmbeddingGathers(m)) {
+        const Op *p = g->getOperand(0)->getDefiningOp();
+        const WeightDecl *w = declOf(m, *p);
+        if (!w)
+          continue;
+        const TensorType &t = g->getOperand(0)->type;
+        quantized[w] = layoutFor(constDim(t.dims[0]), constDim(t.dims[1]), 1);
+        s.quantizedReaders.insert(g);
+        quantParams.insert(p);
+      }
+  }
+  // Float readers: any use of a param value by an op that is not one of
+  // the quantized readers (expert slices count through their readers).
+  std::set<const WeightDecl *> floatRead;
+  walk(m.graph.body, [&](const Op &op) {
+    if (s.quantizedReaders.count(&op))
+      return;
+    for (const Value *v : op.operands) {
+      const Op *d = v->getDefiningOp();
+      if (!d || d->getKind() != OpKind::Param)
+        continue;
+      if (op.getKind() == OpKind::ExpertSlice && quantParams.count(d))
+        continue; // read by the quantized matmuls of the expert body
+      if (const WeightDecl *w = declOf(m, *d))
+        floatRead.insert(w);
+    }
+  });
+  for (const WeightDecl &w : m.weights) {
+    WeightStorage::Forms f;
+    double elements = static_cast<double>(constDim(w.type.numElements()));
+    double instances = static_cast<double>(w.count());
+    auto qi = quantized.find(&w);
+    bool hasQuant = qi != quantized.end();
+    // A declared weight no op reads is still written (as float).
+    if (!hasQuant || floatRead.count(&w)) {
+      f.floatBits = dtypeBits(w.type.dtype);
+      f.bytes += elements * f.floatBits / 8 * instances;
+    }
+    if (hasQuant) {
+      double bytes = qi->second.totalBytes();
+      f.quantBits = elements > 0 ? bytes * 8 / elements : 0;
+      f.bytes += bytes * instances;
+    }
+    s.totalBytes += f.bytes;
+    s.byPattern[weightKey(w.pattern, w.type)] = f;
+  }
+  return s;
+}
+
+} // namespace archc::ir

@@ -1,0 +1,143 @@
+//===- WeightQuant.h - Which weights are quantized, and their sizes -*- C++
+//-*-===//
+//
+// This file declares what the ONNX back end and the profile share about
+// quantized weights: the `--quant` options, a checkpoint's own quantization
+// (config.json `quantization_config`), the storage layout of one
+// block-quantized matrix (codes, scales, zero points; byte counts), and the
+// classification of a module's matmuls into those that read a quantizable
+// Linear weight. Both back ends call the same classification, so the
+// profile counts exactly the bytes the ONNX writer emits.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ARCHC_IR_WEIGHTQUANT_H
+#define ARCHC_IR_WEIGHTQUANT_H
+
+#include "ir/IR.h"
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace archc::ir {
+
+/// `--quant=int4|int8`: weight-only block quantization (ONNX Runtime's
+/// MatMulNBits layout: blocks of `block` inputs of one output row).
+struct QuantOptions {
+  int bits = 0;            ///< 0 = off, 4 or 8
+  int64_t block = 32;      ///< inputs per block (power of two, 16..256)
+  bool symmetric = true;   ///< false: uint codes with a zero point per block
+  bool embeddings = false; ///< also the embedding table (GatherBlockQuantized)
+  /// MatMulNBits accuracy_level: 0 (default) keeps the activations in
+  /// float (weight-only quantization); 4 lets ONNX Runtime quantize them to
+  /// int8 at run time (faster on CPU, esp. for 8-bit weights).
+  int accuracyLevel = 0;
+  /// Bits of one scale; 0 = the activation dtype's (what the ONNX writer
+  /// emits). Runtime presets (w4a16, ...) set their own scale_bits.
+  double scaleBits = 0;
+
+  bool enabled() const { return bits != 0; }
+};
+
+/// The tag of a quantized model's file name (transformers.js naming):
+/// `q4`, `q4f16`, `int8` (transformers.js dtypes), and by the same rule
+/// `int8f16`, `q4bf16`, `int8bf16` (none); empty when not quantized.
+std::string quantFileTag(const QuantOptions &q, DType activations);
+
+/// A checkpoint's own quantization, from config.json `quantization_config`
+/// (and DeepSeek-V4's top-level `expert_dtype`).
+struct CheckpointQuant {
+  enum class Method { None, FP8, MXFP4 };
+  Method method = Method::None;
+  /// fp8: `weight_block_size` [rows, cols] of one scale.
+  int64_t blockRows = 128, blockCols = 128;
+  /// fp8: `scale_fmt: ue8m0` (power-of-two scales).
+  bool ue8m0 = false;
+  /// DeepSeek-V4: routed experts stored as packed FP4 (`expert_dtype: fp4`).
+  bool fp4Experts = false;
+  /// `modules_to_not_convert` (module name patterns, `*` = any layer).
+  std::vector<std::string> notConverted;
+
+  bool any() const { return method != Method::None; }
+  /// `fp8 (e4m3, 128x128 blocks)`, `mxfp4`, ...
+  std::string describe() const;
+};
+
+/// Storage of a block-quantized matrix of `rows` outputs x `cols` inputs
+/// (per expert for a stacked tensor of `experts` matrices): codes
+/// [rows, blocks, block * bits / 8] (input k of a block in the low nibble
+/// of byte k / 2 at 4 bits), one scale per (row, block), and for asymmetric
+/// schemes zero points [rows, ceil(blocks * bits / 8)] packed the same way.
+/// Inputs past `cols` (the last block's padding) hold the zero point.
+struct QuantLayout {
+  int bits = 4;
+  int64_t block = 32;
+  int64_t rows = 0, cols = 0;
+  int64_t experts = 1; ///< > 1: a stacked [experts, rows, cols] tensor
+  bool symmetric = true;
+  double scaleBits = 32;
+
+  int64_t blocksPerRow() const { return (cols + block - 1) / block; }
+  int64_t blobBytes() const { return block * bits / 8; }
+  /// Bytes per expert matrix.
+  int64_t codeBytesPerMatrix() const {
+    return rows * blocksPerRow() * blobBytes();
+  }
+  int64_t scalesPerMatrix() const { return rows * blocksPerRow(); }
+  int64_t zeroPointBytesPerRow() const {
+    return symmetric ? 0 : (blocksPerRow() * bits + 7) / 8;
+  }
+  /// All bytes of the tensor (codes + scales + zero points, all experts).
+  double totalBytes() const;
+};
+
+/// A matmul that reads a Linear weight: a param (or one expert's slice of a
+/// stacked param) used as the matrix, 2-D per expert, in the model's
+/// activation dtype (params pinned to float32 stay float), with more than
+/// one output, whose product does not feed a router (`route` logits).
+struct LinearWeightUse {
+  const Op *matmul = nullptr;
+  const Op *param = nullptr;  ///< the param op (for a slice: its operand's)
+  const Op *slice = nullptr;  ///< the expert_slice op, or null
+  bool inOut = false;         ///< the weight is [in, out] (no transpose_b)
+  int64_t rows = 0, cols = 0; ///< outputs N, inputs K
+  int64_t experts = 1;        ///< > 1: the param stacks experts
+};
+
+/// The quantizable Linear weights of a module (any IR form: compact, with
+/// layer kinds, or expanded).
+std::vector<LinearWeightUse> findLinearWeightUses(const Module &m);
+
+/// Gathers whose table is a param (embedding lookups), in the activation
+/// dtype: quantized with `--quant-embeddings`.
+std::vector<const Op *> findEmbeddingGathers(const Module &m);
+
+/// Storage bytes of every weight declaration (pattern -> bytes over all its
+/// instances) as the ONNX writer emits it under `q`: a weight that only
+/// quantized consumers read is stored quantized; one that a float consumer
+/// reads as well (a tied table without --quant-embeddings) is stored both
+/// ways. `floatBits` gives the bits of a weight stored as float.
+struct WeightStorage {
+  /// Bits per element of the float form and of the quantized form (the
+  /// latter includes scales and zero points) per declaration pattern.
+  struct Forms {
+    double floatBits = 0; ///< 0 = no float form
+    double quantBits = 0; ///< 0 = no quantized form
+    double bytes = 0;     ///< over all instances (layers, experts)
+  };
+  /// Keyed by weightKey(pattern, type): one pattern may declare tensors
+  /// of several shapes (e.g. per layer kind).
+  std::map<std::string, Forms> byPattern;
+  /// Matmul / gather ops that read the quantized form.
+  std::set<const Op *> quantizedReaders;
+  double totalBytes = 0;
+};
+WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q);
+
+/// The key of a weight declaration (pattern and type).
+std::string weightKey(const std::string &pattern, const TensorType &type);
+
+} // namespace archc::ir
+
+#endif // ARCHC_IR_WEIGHTQUANT_H

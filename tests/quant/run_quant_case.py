@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""Checks archc's quantized ONNX (--quant) for one case, independently of archc's quantization code.
+
+  run_quant_case.py --archc BIN --arch FILE.arch --family F --node NODE --case DIR --work DIR
+                    --opts="--quant=int4 ..." [--l2 LO,HI] [--min-corr C | --hf] [--rel-tol T]
+                    [--folder FILE [--tjs DTYPE]]
+
+DIR holds config.json and model.safetensors (a shared fixture, or a checkpoint in a released quantized format built
+by make_quantized_checkpoint.py) and expected.safetensors (its inputs; Hugging Face's logits for a shared fixture).
+Steps:
+  1. archc emits the quantized model;
+  2. every MatMulNBits / GatherBlockQuantized weight is read back from the ONNX file and dequantized per ONNX
+     Runtime's operator specification (quant_formats.py); its relative L2 error against the weight the checkpoint
+     holds (dequantized from its own format if quantized) must lie in [LO, HI] (round-to-nearest at 4 bits, block
+     32: about 0.1; a sign or scale bug gives ~1.4);
+  3. the numpy reference (tests/reference) runs over the checkpoint's weights with the quantized ones replaced by
+     their dequantized values and writes an expected.safetensors for the case's inputs;
+  4. tests/ort/check_quant.js checks the model in ONNX Runtime against it (prefill, greedy, cache, padding,
+     single pass) and, with --min-corr, the prefill logits' correlation with Hugging Face's.
+With --folder FILE the case directory is compiled as a model folder into a model folder, the way a user of the clients
+does (`archc DIR -emit=onnx -o OUT/`, its safetensors bound by default, external data in small chunks), after a float
+model emitted into the same folder; the folder must hold OUT/onnx/FILE (transformers.js's name for the dtype, e.g.
+model_q4.onnx) beside the float model, config.json the chunk count of each model file (and no quantization_config),
+genai_config.json the onnxruntime-genai graph of FILE; steps 2-4 then run on the folder's files (ONNX Runtime on the
+onnxruntime-genai graph, without the single-pass check), and with --tjs DTYPE transformers.js loads the folder with
+that dtype and its generate() must give the reference's greedy ids (../transformersjs/check_quant_folder.mjs).
+Exit 0 pass, 1 fail, 77 when the case directory is absent.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "reference"))
+import hf_reference as ref  # noqa: E402
+import quant_formats as qf  # noqa: E402
+
+# Checkpoint tensors Hugging Face stores [in, out] (x @ W): GPT-2's Conv1D and gpt-oss's dequantised experts
+# (Qwen3.5-MoE's fused experts of the same names are [out, in]).
+IN_OUT = {"gpt2": re.compile(r"\.(c_attn|c_proj|c_fc)\.weight$"),
+          "gpt_oss": re.compile(r"\.mlp\.experts\.(gate_up_proj|down_proj)$")}
+
+
+def in_out(family, tensor):
+    return family in IN_OUT and IN_OUT[family].search(tensor) is not None
+QUANT_KEYS = ("quantization_config", "expert_dtype")
+
+
+def logical_weights(path, cfg, family):
+    """The checkpoint's weights as the model computes with them: quantized formats decoded, sidecars dropped."""
+    t = qf.read_safetensors(path)
+    qc = cfg.get("quantization_config") or {}
+    block = tuple(qc.get("weight_block_size") or (128, 128))
+    out = {}
+    for name, (dt, arr) in t.items():
+        if name.endswith(("_scale_inv", "_scales")) or (name.endswith(".scale") and
+                                                        name[:-6] + ".weight" in t):
+            continue
+        if name.endswith("_blocks"):
+            base = name[:-7]
+            w = qf.mxfp4_decode(arr, t[base + "_scales"][1])      # [E, out, in]
+            out[base] = w.transpose(0, 2, 1) if in_out(family, base) else w
+        elif dt == "F8_E4M3":
+            sdt, scale = t.get(name + "_scale_inv") or t.get(name[:-7] + ".scale")
+            if sdt != "F8_E8M0":
+                scale = qf.to_float(sdt, scale)
+            out[name] = qf.fp8_block_decode(arr, scale, block)
+        elif dt == "I8" and name[:-7] + ".scale" in t:
+            out[name] = qf.fp4_decode(arr, t[name[:-7] + ".scale"][1], arr.shape[1] * 2)
+        else:
+            out[name] = qf.to_float(dt, arr)
+    return out
+
+
+def read_back(model_path):
+    """{codes initializer: (kind, dequantized [N, K] float64)} for every quantized weight of the ONNX model."""
+    m = onnx.load(model_path)
+    inits = {i.name: i for i in m.graph.initializer}
+    arr = lambda n: numpy_helper.to_array(inits[n]) if n else None  # noqa: E731
+    out = {}
+    for node in m.graph.node:
+        if node.domain != "com.microsoft":
+            continue
+        at = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        ins = list(node.input) + [""] * 4
+        if node.op_type == "MatMulNBits":
+            w = qf.matmulnbits_decode(arr(ins[1]), arr(ins[2]), arr(ins[3]), at["N"], at["K"], at["bits"],
+                                      at["block_size"])
+            out[ins[1]] = ("matmul", w)
+        elif node.op_type == "GatherBlockQuantized":
+            data, scales = arr(ins[0]), arr(ins[2])
+            w = qf.gather_block_quantized_decode(data, scales, arr(ins[3]), at["bits"], at["block_size"],
+                                                 data.shape[1] * (8 // at["bits"]))
+            out[ins[0]] = ("gather", w)
+    floats = {i.name for i in m.graph.initializer if i.data_type in (1, 10, 16)}
+    return out, floats
+
+
+def hf_name(codes, weights):
+    """Codes initializer name -> (checkpoint tensor, expert index or None); archc names them
+    <tensor>.qweight, <tensor>.<e>.qweight (one expert of a stacked tensor), <tensor>.qweight.gather."""
+    base = re.sub(r"\.qweight(\.gather)?$", "", codes)
+    m = re.match(r"^(.*)\.(\d+)$", base)
+    if m and m.group(1) in weights and weights[m.group(1)].ndim == 3:
+        return m.group(1), int(m.group(2))
+    if base not in weights:
+        raise SystemExit(f"quantized initializer {codes}: no checkpoint tensor {base}")
+    return base, None
+
+
+def emit_folder(a, opts, name):
+    """Emits the case directory as a model folder (a float model, then the quantized one) and checks the folder's
+    files. Returns (the quantized model, the graph onnxruntime-genai runs, problems)."""
+    out = os.path.join(a.work, "folder")
+    shutil.rmtree(out, ignore_errors=True)
+    chunks = ["--data-chunk-size=32768"]
+    for extra in ([], opts):
+        subprocess.run([a.archc, a.case, "-emit=onnx", "-o", out + "/"] + chunks + extra, check=True)
+    onnx_dir = os.path.join(out, "onnx")
+    model = os.path.join(onnx_dir, a.folder)
+    problems = []
+    if not os.path.exists(model):
+        return None, None, [f"no onnx/{a.folder} in the folder ({sorted(os.listdir(onnx_dir))})"]
+    if not os.path.exists(os.path.join(onnx_dir, "model.onnx")):
+        problems.append("the float model onnx/model.onnx is gone")
+    with open(os.path.join(out, "config.json")) as f:
+        cfg = json.load(f)
+    counts = (cfg.get("transformers.js_config") or {}).get("use_external_data_format") or {}
+    files = {}
+    for f in (a.folder, "model.onnx"):
+        files[f] = sorted(n for n in os.listdir(onnx_dir) if re.fullmatch(re.escape(f) + r"_data(_\d+)?", n))
+        if counts.get(f, 0) != len(files[f]):
+            problems.append(f"config.json counts {counts.get(f, 0)} external data file(s) of {f}, "
+                            f"the folder holds {len(files[f])}")
+    m = onnx.load(model, load_external_data=False)
+    locations = {kv.value for i in m.graph.initializer for kv in i.external_data if kv.key == "location"}
+    if not locations <= set(files[a.folder]):
+        problems.append(f"{a.folder} refers to data files {sorted(locations - set(files[a.folder]))} it does not own")
+    if "quantization_config" in cfg or "quantization_config" in (cfg.get("text_config") or {}):
+        problems.append("config.json keeps the checkpoint's quantization_config")
+    genai_model = model
+    two = os.path.join(onnx_dir, a.folder[:-len(".onnx")] + ".genai.onnx")
+    if os.path.exists(two):
+        genai_model = two
+    genai_path = os.path.join(out, "genai_config.json")
+    if os.path.exists(genai_path):
+        with open(genai_path) as f:
+            decoder = json.load(f)["model"]["decoder"]["filename"]
+        if decoder != os.path.relpath(genai_model, out):
+            problems.append(f"genai_config.json runs {decoder}, not {os.path.relpath(genai_model, out)}")
+    print(f"{'ok  ' if not problems else 'FAIL'} {name} model folder: onnx/{a.folder} with "
+          f"{len(files[a.folder])} external data file(s) beside onnx/model.onnx ({len(files['model.onnx'])}); "
+          f"onnxruntime-genai runs {os.path.relpath(genai_model, out)}"
+          f"{'' if os.path.exists(genai_path) else ' (no genai_config.json)'}")
+    for p in problems:
+        print(f"       {p}")
+    return model, genai_model, problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for k in ("archc", "arch", "family", "node", "case", "work", "opts"):
+        ap.add_argument("--" + k, required=True)
+    ap.add_argument("--l2", default="0.02,0.2")
+    ap.add_argument("--min-corr")
+    ap.add_argument("--hf", action="store_true", help="report the correlation with Hugging Face's logits")
+    ap.add_argument("--rel-tol", default="1e-4")
+    ap.add_argument("--corr-opts", help="options of the model whose correlation with HF is checked (default: --opts)")
+    ap.add_argument("--folder", metavar="FILE", help="compile as a model folder; FILE: the model expected in onnx/")
+    ap.add_argument("--tjs", metavar="DTYPE", help="with --folder: transformers.js loads the folder with this dtype")
+    a = ap.parse_args()
+    if not os.path.exists(os.path.join(a.case, "expected.safetensors")):
+        print(f"SKIP: case {a.case} not found")
+        return 77
+    name = os.path.basename(os.path.normpath(a.work))
+    os.makedirs(a.work, exist_ok=True)
+    with open(os.path.join(a.case, "config.json")) as f:
+        cfg = json.load(f)
+    opts = a.opts.split()
+    folder_problems, genai_model = [], None
+    if a.folder:
+        model, genai_model, folder_problems = emit_folder(a, opts, name)
+        if model is None:
+            print(f"FAIL {name}: {folder_problems[0]}")
+            return 1
+    else:
+        model = os.path.join(a.work, "emit", "model.onnx")
+        os.makedirs(os.path.dirname(model), exist_ok=True)
+        subprocess.run([a.archc, a.arch, "--config", os.path.join(a.case, "config.json"), "-emit=onnx", "--weights",
+                        os.path.join(a.case, "model.safetensors"), "-o", model, "--no-genai-config"] + opts,
+                       check=True)
+
+    weights = logical_weights(os.path.join(a.case, "model.safetensors"), cfg, a.family)
+    quantized, floats = read_back(model)
+    if not quantized:
+        print(f"FAIL {name}: the model has no quantized weight")
+        return 1
+    lo, hi = (float(x) for x in a.l2.split(","))
+    errors, ref_weights, untie = [], dict(weights), None
+    for codes, (kind, w) in sorted(quantized.items()):
+        tensor, expert = hf_name(codes, weights)
+        orig = weights[tensor] if expert is None else weights[tensor][expert]
+        if orig.shape == w.T.shape and (orig.shape != w.shape or in_out(a.family, tensor)):
+            w = w.T                                   # stored [in, out]
+        if orig.shape != w.shape:
+            print(f"FAIL {name}: {codes} dequantizes to {w.shape}, checkpoint {tensor} is {orig.shape}")
+            return 1
+        err = float(np.linalg.norm(w - orig) / max(np.linalg.norm(orig), 1e-30))
+        errors.append((err, codes))
+        if kind == "matmul" and tensor in floats and cfg.get("tie_word_embeddings", False):
+            untie = (tensor, w)                       # a tied head quantized apart from the float table
+        elif expert is None:
+            ref_weights[tensor] = w
+        else:
+            ref_weights[tensor] = np.array(ref_weights[tensor], np.float64)
+            ref_weights[tensor][expert] = w
+    errs = np.array([e for e, _ in errors])
+    bad = [(e, c) for e, c in errors if not lo <= e <= hi]
+    print(f"{'ok  ' if not bad else 'FAIL'} {name} {len(errors)} quantized matrices read back from the ONNX file: "
+          f"relative L2 error min {errs.min():.4f} median {np.median(errs):.4f} max {errs.max():.4f} "
+          f"(need [{lo}, {hi}])")
+    for e, c in bad[:10]:
+        print(f"       {c}: {e:.4f}")
+
+    # Reference over the weights as the model stores them.
+    ref_cfg = {k: v for k, v in cfg.items() if k not in QUANT_KEYS}
+    if untie:
+        tied = set(ref.expected_weight_shapes(ref_cfg, a.family))
+        ref_cfg["tie_word_embeddings"] = False
+        head = sorted(set(ref.expected_weight_shapes(ref_cfg, a.family)) - tied)
+        if len(head) != 1:
+            print(f"FAIL {name}: cannot untie the head for the reference ({head})")
+            return 1
+        ref_weights[head[0]] = untie[1]
+    exp, _ = ref.read_safetensors(os.path.join(a.case, "expected.safetensors"))
+    rm = ref.Model(ref_cfg, {k: np.asarray(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating)
+                             else v for k, v in ref_weights.items()}, a.family)
+    logits = rm.forward(exp["input_ids"])
+    steps = exp["greedy_logits"].shape[1]
+    s0 = exp["greedy_ids"].shape[1] - steps
+    prompt = exp["greedy_ids"][0, :s0].tolist()
+    toks, step_logits, margins = rm.greedy(prompt, steps)
+    out = os.path.join(a.work, "reference")
+    os.makedirs(out, exist_ok=True)
+    ref.write_safetensors(os.path.join(out, "expected.safetensors"), {
+        "input_ids": exp["input_ids"].astype(np.int64), "logits": logits.astype(np.float32),
+        "greedy_ids": np.asarray([prompt + toks], np.int64),
+        "greedy_logits": step_logits[None].astype(np.float32)})
+    print(f"     {name} reference over the dequantized weights: greedy {toks}, min margin {min(margins):.4f}")
+
+    cmd = [a.node, os.path.join(HERE, "..", "ort", "check_quant.js"), "--archc", a.archc, "--arch", a.arch,
+           "--config", os.path.join(a.case, "config.json"), "--weights", os.path.join(a.case, "model.safetensors"),
+           "--work", os.path.join(a.work, "ort"), "--expected", os.path.join(out, "expected.safetensors"),
+           "--opts", a.opts, "--name", name, "--rel-tol", a.rel_tol]
+    if a.min_corr or a.hf:
+        cmd += ["--hf", os.path.join(a.case, "expected.safetensors")]
+    if a.min_corr:
+        cmd += ["--min-corr", a.min_corr]
+    if a.corr_opts is not None:
+        cmd += ["--corr-opts", a.corr_opts]
+    if genai_model:
+        cmd += ["--model", genai_model]
+    rc = subprocess.run(cmd).returncode
+    if a.tjs:
+        tjs = subprocess.run([a.node, os.path.join(HERE, "..", "transformersjs", "check_quant_folder.mjs"),
+                              "--folder", os.path.join(a.work, "folder"), "--dtype", a.tjs,
+                              "--expected", os.path.join(out, "expected.safetensors"), "--name", name])
+        rc = rc or tjs.returncode
+    return 1 if bad or rc or folder_problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
