@@ -172,14 +172,18 @@ ModelFacts computeModelFacts(const ir::Module &m) {
             s.elementsPerToken *= x.dims[i].getConstant().value_or(0);
           if (const ir::Op *attn =
                   attentionReading(*region, inner->getResult(0)))
-            if (attn->getKind() == OpKind::Attention) // MLA has no window
+            if (attn->getKind() == OpKind::Attention) { // MLA has no window
               if (const int64_t *w = attn->optAttr<int64_t>("window"))
                 s.window = *w;
+              // A chunked layer needs at most its chunk's keys.
+              if (const int64_t *c = attn->optAttr<int64_t>("chunk"))
+                s.window = *c;
+            }
           s.stride = static_cast<int64_t>(
               std::llround(1.0 / keyDensity(inner->getOperand(0))));
           f.states.push_back(s);
         }
-        if (inner->getFamily() == ir::OpFamily::Recurrent) {
+        if (ir::opSchema(inner->getKind()).stateType) {
           ir::TensorType t;
           if (ir::recurrentStateType(*inner, t)) {
             StateFacts s;
@@ -188,9 +192,7 @@ ModelFacts computeModelFacts(const ir::Module &m) {
             s.elementsPerSequence = 1;
             for (size_t i = 1; i < t.rank(); ++i)
               s.elementsPerSequence *= t.dims[i].getConstant().value_or(0);
-            if (t.dtype == ir::DType::F32 &&
-                (inner->getKind() == OpKind::DeltaRule ||
-                 inner->getKind() == OpKind::Compress))
+            if (ir::opSchema(inner->getKind()).stateInFloat32)
               s.bits = 32;
             f.states.push_back(s);
           }
@@ -234,8 +236,11 @@ public:
 
   bool isWeight(const ir::Value *v) const override {
     const ir::Op *d = v->getDefiningOp();
-    if (d && d->getKind() == OpKind::ExpertSlice)
+    if (d && d->getKind() == OpKind::ExpertSlice) {
       d = d->getOperand(0)->getDefiningOp();
+      if (d && d->getKind() == OpKind::Reshape) // a reshaped stacked weight
+        d = d->getOperand(0)->getDefiningOp();
+    }
     return d && d->getKind() == OpKind::Param;
   }
 

@@ -58,7 +58,7 @@ struct StateFacts {
   std::vector<int64_t> layers;
   int64_t elementsPerToken = 0;    ///< growing state, per sequence and layer
   int64_t elementsPerSequence = 0; ///< constant state, per sequence and layer
-  int64_t window = 0;              ///< 0 = grows without bound
+  int64_t window = 0; ///< keys held (a window or chunk); 0 = unbounded
   /// A compressed state keeps one entry every `stride` tokens (1 = every
   /// token): op.compress emits one entry per window of `ratio` tokens.
   int64_t stride = 1;

@@ -65,30 +65,45 @@ std::map<std::string, int64_t> groupParams(const ir::Module &m) {
   return out;
 }
 
-std::string opLabel(const ir::Op &op, const SourceMgr &sm) {
+/// The row label of an op: its mnemonic and the line that says most about
+/// it. A std line says less than the family's own: the label is the
+/// innermost call site in the compiled family's file (`mainFile`, the
+/// child's defs when the arch extends another), else in the file of the
+/// outermost call site (the model body, the base's file for an inherited
+/// model), so that a std skeleton (decoder_lm) calling back into the
+/// family's layer code does not label every op with its own call. An op
+/// written in one of those files keeps its own line.
+std::string opLabel(const ir::Op &op, const SourceMgr &sm,
+                    const std::string &mainFile) {
   std::string s = op.getMnemonic();
   if (op.getKind() == ir::OpKind::Param)
     s += " " + op.attr<std::string>("name");
-  // The innermost call site in the family's own file says more than a std
-  // line: the family file is the one of the outermost call site (the model
-  // body), and a std skeleton (decoder_lm) calling back into the family's
-  // layer code must not label every op with its own call.
+  auto fileName = [&](const SourceRange &x) {
+    return std::filesystem::path(sm.getName(x.begin.fileId))
+        .filename()
+        .string();
+  };
   SourceRange r = op.getLoc().range;
   const ir::InlineFrame *outermost = op.getLoc().inlinedAt.get();
   while (outermost && outermost->parent)
     outermost = outermost->parent.get();
-  if (outermost && r.begin.fileId != outermost->callSite.begin.fileId)
+  if (outermost && r.isValid() && fileName(r) != mainFile) {
+    const ir::InlineFrame *inMain = nullptr, *inModel = nullptr;
     for (const ir::InlineFrame *f = op.getLoc().inlinedAt.get(); f;
-         f = f->parent.get())
-      if (f->callSite.begin.fileId == outermost->callSite.begin.fileId) {
-        r = f->callSite;
-        break;
-      }
+         f = f->parent.get()) {
+      if (!inMain && fileName(f->callSite) == mainFile)
+        inMain = f;
+      if (!inModel &&
+          f->callSite.begin.fileId == outermost->callSite.begin.fileId)
+        inModel = f;
+    }
+    if (inMain)
+      r = inMain->callSite;
+    else if (r.begin.fileId != outermost->callSite.begin.fileId && inModel)
+      r = inModel->callSite;
+  }
   if (r.isValid())
-    s += fmt::format(
-        " @{}:{}",
-        std::filesystem::path(sm.getName(r.begin.fileId)).filename().string(),
-        r.begin.line);
+    s += fmt::format(" @{}:{}", fileName(r), r.begin.line);
   return s;
 }
 
@@ -166,7 +181,7 @@ json phaseJson(const std::string &name, const ir::Module &m,
       const OpProfile &o = ops[k];
       if (o.cost.flops == 0 && o.cost.bytes() == 0)
         continue;
-      json oj{{"op", opLabel(*o.op, sm)},
+      json oj{{"op", opLabel(*o.op, sm, m.sourceFile)},
               {"group", o.group},
               {"instances", o.instances},
               {"cost", costJson(o.cost)}};

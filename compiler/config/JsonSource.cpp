@@ -4,10 +4,21 @@
 // publishes how far nlohmann's lexer has read; at each `key` parse event the
 // lexer has just consumed the closing quote of that key.
 //
+// Python's json module (which writes Hugging Face's config.json files) emits
+// `Infinity`, `-Infinity` and `NaN`, which strict JSON rejects (Mamba-2
+// configs carry `"time_step_limit": [0.0, Infinity]`). Before parsing, each
+// such literal outside a string is replaced by a string sentinel of the same
+// length (so every offset stays where it was); when the parser reports that
+// string value, which ends exactly where the literal ended, it becomes the
+// floating-point value.
+//
 //===----------------------------------------------------------------------===//
 #include "config/JsonSource.h"
 
+#include <cmath>
 #include <iterator>
+#include <limits>
+#include <unordered_map>
 #include <vector>
 
 namespace archc {
@@ -39,6 +50,67 @@ struct TrackingIterator {
   bool operator==(const TrackingIterator &o) const { return p == o.p; }
   bool operator!=(const TrackingIterator &o) const { return p != o.p; }
 };
+
+/// The non-finite literals of Python's json module, each with its
+/// same-length string sentinel.
+struct NonFiniteLiteral {
+  std::string_view literal;
+  std::string_view sentinel;
+  double value;
+};
+const NonFiniteLiteral kNonFinite[] = {
+    {"-Infinity", "\"-Infini\"", -std::numeric_limits<double>::infinity()},
+    {"Infinity", "\"Infini\"", std::numeric_limits<double>::infinity()},
+    {"NaN", "\"N\"", std::numeric_limits<double>::quiet_NaN()},
+};
+
+bool isWordChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '+' || c == '-';
+}
+
+/// Replaces the non-finite literals outside strings by their sentinels in
+/// `text`; returns the value of each, keyed by the offset just past it.
+std::unordered_map<size_t, double> substituteNonFinite(std::string &text) {
+  std::unordered_map<size_t, double> values;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+      continue;
+    }
+    if (i > 0 && isWordChar(text[i - 1]))
+      continue;
+    for (const NonFiniteLiteral &l : kNonFinite) {
+      size_t n = l.literal.size();
+      if (text.compare(i, n, l.literal) != 0 ||
+          (i + n < text.size() && isWordChar(text[i + n])))
+        continue;
+      text.replace(i, n, l.sentinel);
+      values[i + n] = l.value;
+      i += n - 1;
+      break;
+    }
+  }
+  return values;
+}
+
+/// Puts the original literals back into a parser message.
+std::string restoreLiterals(std::string msg) {
+  for (const NonFiniteLiteral &l : kNonFinite)
+    for (size_t at = msg.find(l.sentinel); at != std::string::npos;
+         at = msg.find(l.sentinel, at + l.literal.size()))
+      msg.replace(at, l.sentinel.size(), l.literal);
+  return msg;
+}
 
 std::string escapePointerToken(const std::string &key) {
   std::string out;
@@ -73,7 +145,10 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
   auto src = std::make_unique<JsonSource>();
   src->fileId = fileId;
   src->sm = &sm;
-  std::string_view text = sm.getText(fileId);
+  std::string parsedText(sm.getText(fileId));
+  std::unordered_map<size_t, double> nonFinite =
+      substituteNonFinite(parsedText);
+  std::string_view text = parsedText;
   const char *base = text.data();
   const char *furthest = base;
   TrackingIterator first{base, &furthest};
@@ -138,6 +213,11 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
     case E::value:
       if (!isArray.empty())
         enterValue();
+      if (!nonFinite.empty() && parsed.is_string()) {
+        auto it = nonFinite.find(static_cast<size_t>(furthest - base));
+        if (it != nonFinite.end())
+          parsed = it->second;
+      }
       break;
     }
     return true;
@@ -156,7 +236,7 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
     size_t colon = msg.find(": ");
     if (colon != std::string::npos)
       msg = msg.substr(colon + 2);
-    d.error(SourceRange(loc, loc), "invalid JSON: {}", msg);
+    d.error(SourceRange(loc, loc), "invalid JSON: {}", restoreLiterals(msg));
     return nullptr;
   } catch (const std::exception &e) {
     d.error(SourceRange(SourceLoc{fileId, 1, 1}), "invalid JSON: {}", e.what());

@@ -109,7 +109,7 @@ bool transformersJsKnowsModelType(const std::string &modelType) {
 }
 
 ClientIo transformersJsIo(const onnx::GraphProto &graph,
-                          const std::string &modelType) {
+                          const std::string &modelType, bool multiQuery) {
   ClientIo io;
   if (!transformersJsKnowsModelType(modelType)) {
     io.runs = false;
@@ -139,8 +139,12 @@ ClientIo transformersJsIo(const onnx::GraphProto &graph,
     io.rename["present." + layer + "." + from] = present;
   };
   for (const auto &[layer, names] : layers) {
-    if (names == std::set<std::string>{"key", "value"})
+    if (names == std::set<std::string>{"key", "value"}) {
+      // getKeyValueNames: `multi_query` configs cache one key_value tensor.
+      if (multiQuery)
+        io.fusedKeyValue.insert(layer);
       continue;
+    }
     if (names == std::set<std::string>{"conv_state", "recurrent_state"} &&
         kGatedDeltaNetTypes.count(modelType)) {
       both(layer, "conv_state", "past_conv." + layer, "present_conv." + layer);
@@ -173,7 +177,89 @@ ClientIo transformersJsIo(const onnx::GraphProto &graph,
   return io;
 }
 
+namespace {
+/// Replaces layer `layer`'s key and value inputs and outputs by one
+/// `key_value` tensor each, concatenated along the last axis: the input is
+/// split back into the original names, the outputs are concatenated.
+void fuseKeyValue(onnx::GraphProto &graph, const std::string &layer) {
+  const std::string past = "past_key_values." + layer + ".";
+  const std::string present = "present." + layer + ".";
+  auto lastDim = [](const onnx::ValueInfoProto &vi) {
+    const auto &shape = vi.type().tensor_type().shape();
+    return shape.dim(shape.dim_size() - 1).dim_value();
+  };
+  // Merges the pair `prefix` key/value of `list` into `prefix`key_value at
+  // the key's position; returns the last dims of key and value.
+  auto merge =
+      [&](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &list,
+          const std::string &prefix) {
+        int keyAt = -1, valueAt = -1;
+        for (int i = 0; i < list.size(); ++i) {
+          if (list[i].name() == prefix + "key")
+            keyAt = i;
+          if (list[i].name() == prefix + "value")
+            valueAt = i;
+        }
+        std::pair<int64_t, int64_t> dims{lastDim(list[keyAt]),
+                                         lastDim(list[valueAt])};
+        onnx::ValueInfoProto fused = list[keyAt];
+        fused.set_name(prefix + "key_value");
+        auto *shape =
+            fused.mutable_type()->mutable_tensor_type()->mutable_shape();
+        shape->mutable_dim(shape->dim_size() - 1)
+            ->set_dim_value(dims.first + dims.second);
+        list[keyAt] = fused;
+        list.DeleteSubrange(valueAt, 1);
+        return dims;
+      };
+  auto [dk, dv] = merge(*graph.mutable_input(), past);
+  merge(*graph.mutable_output(), present);
+
+  onnx::NodeProto sizes;
+  sizes.set_op_type("Constant");
+  sizes.set_name(past + "key_value/sizes");
+  sizes.add_output(past + "key_value/sizes");
+  auto *value = sizes.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  auto *t = value->mutable_t();
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(2);
+  t->add_int64_data(dk);
+  t->add_int64_data(dv);
+  onnx::NodeProto split;
+  split.set_op_type("Split");
+  split.set_name(past + "key_value/split");
+  split.add_input(past + "key_value");
+  split.add_input(past + "key_value/sizes");
+  split.add_output(past + "key");
+  split.add_output(past + "value");
+  onnx::NodeProto concat;
+  concat.set_op_type("Concat");
+  concat.set_name(present + "key_value/concat");
+  concat.add_input(present + "key");
+  concat.add_input(present + "value");
+  concat.add_output(present + "key_value");
+  for (onnx::NodeProto *n : {&split, &concat}) {
+    auto *axis = n->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(-1);
+  }
+  // Kept in topological order: the split first, the concat last.
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  *nodes.Add() = std::move(sizes);
+  *nodes.Add() = std::move(split);
+  for (auto &node : *graph.mutable_node())
+    *nodes.Add() = std::move(node);
+  *nodes.Add() = std::move(concat);
+  graph.mutable_node()->Swap(&nodes);
+}
+} // namespace
+
 void applyClientIo(onnx::GraphProto &graph, const ClientIo &io) {
+  for (const std::string &layer : io.fusedKeyValue)
+    fuseKeyValue(graph, layer);
   auto renamed = [&](const std::string &n) -> const std::string * {
     auto it = io.rename.find(n);
     return it == io.rename.end() ? nullptr : &it->second;

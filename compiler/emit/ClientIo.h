@@ -10,6 +10,9 @@
 //   Gated DeltaNet conv_state      past_conv.{i} / present_conv.{i}
 //   Gated DeltaNet recurrent_state past_recurrent.{i} / present_recurrent.{i}
 //   MLA compressed_kv / k_pe       past_key_values.{i}.key / .value
+//   key / value of a `multi_query` past_key_values.{i}.key_value: one tensor
+//   config (Falcon)                [batch, kv_heads, past, dk + dv], split
+//                                  in the graph
 //   position_ids (Qwen-VL family)  [3, batch, seq]; row 0 feeds the graph
 //
 // Where the client has no name for a state (DeepSeek-V4's compressed
@@ -23,6 +26,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 namespace archc {
@@ -34,19 +38,27 @@ struct ClientIo {
   /// Graph input/output name -> the client's name (only those that differ).
   std::map<std::string, std::string> rename;
   bool positionIds3d = false; ///< position_ids as [3, batch, seq]
+  /// Layers whose key and value are one `key_value` state for the client.
+  std::set<std::string> fusedKeyValue;
   /// Whether applying this changes the graph.
-  bool changesGraph() const { return !rename.empty() || positionIds3d; }
+  bool changesGraph() const {
+    return !rename.empty() || positionIds3d || !fusedKeyValue.empty();
+  }
 };
 
 /// Whether transformers.js 4.3.1's AutoModelForCausalLM has a class for
 /// `modelType` (its MODEL_FOR_CAUSAL_LM_MAPPING_NAMES).
 bool transformersJsKnowsModelType(const std::string &modelType);
 
-/// transformers.js 4.3.1's view of `graph` for a config of `modelType`.
+/// transformers.js 4.3.1's view of `graph` for a config of `modelType`;
+/// `multiQuery`: the config's `multi_query` is true (transformers.js then
+/// names one `key_value` cache per layer, whatever the model type).
 ClientIo transformersJsIo(const onnx::GraphProto &graph,
-                          const std::string &modelType);
+                          const std::string &modelType,
+                          bool multiQuery = false);
 
-/// Renames the graph's I/O (and every use) and adapts position_ids.
+/// Renames the graph's I/O (and every use), fuses key/value states and
+/// adapts position_ids.
 void applyClientIo(onnx::GraphProto &graph, const ClientIo &io);
 
 } // namespace archc

@@ -124,9 +124,13 @@ nlohmann::ordered_json makeGenaiConfig(const ir::Module &m,
   decoder["filename"] = modelFile;
   decoder["head_size"] = headSize;
   decoder["hidden_size"] = hidden;
-  ordered_json inputs = {{"input_ids", "input_ids"},
-                         {"attention_mask", "attention_mask"},
-                         {"position_ids", "position_ids"}};
+  // The graph's own inputs: models without positions (Mamba, Jamba,
+  // Nemotron-H) take no position_ids.
+  ordered_json inputs;
+  for (const char *name : {"input_ids", "attention_mask", "position_ids"})
+    for (const auto &arg : m.graph.body.getArguments())
+      if (arg->name == name)
+        inputs[name] = name;
   ordered_json outputs = {{"logits", "logits"}};
   // onnxruntime-genai's schema names key/value caches only; other states
   // (MLA latents, linear-attention states) follow the past_key_values.{i}.*

@@ -10,14 +10,18 @@
 //              result is the present state.
 //   attention: GQA without repeating K/V (queries grouped per KV head),
 //              scaled scores, optional soft-capping, a boolean mask from
-//              absolute positions (causal, sliding window) and the padding
-//              mask, optional sinks, softmax in float32. Extra keys/values
-//              (compressed entries) get their own scores, masked causally
-//              (no window) and by the extra mask, and join the softmax.
+//              absolute positions (causal, sliding window, chunks counted
+//              from the first real token) and the padding mask, optional sinks,
+//              softmax in float32. Extra keys/values (compressed entries) get
+//              their own scores, masked causally (no window) and by the extra
+//              mask, and join the softmax. ALiBi adds slope x key position
+//              (positions counted over the padding mask, optionally rounded to
+//              bfloat16) to the scores.
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
 
+#include "emit/AlibiSlopes.h"
 #include "emit/RopeTables.h"
 #include "ir/OpRules.h"
 
@@ -206,17 +210,16 @@ std::string OnnxLowering::storageOf(const ir::Value *v) {
 
 std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
                                       const std::string &keys, int64_t keysAxis,
-                                      int64_t window) {
+                                      int64_t window, int64_t chunk) {
   bool causal = attn.attr<bool>("causal");
   const ir::Value *mask = attn.operand("mask");
   bool masked = mask != nullptr;
   std::string padding = masked ? in(mask) : "";
-  std::string key = std::to_string(causal) + "/" + std::to_string(window) +
-                    "/" + padding + "/" + q;
   // Masks depend on lengths only, which every layer shares: key by the
   // query/key length sources rather than the tensors.
-  std::string lengthKey =
-      std::to_string(causal) + "/" + std::to_string(window) + "/" + padding;
+  std::string lengthKey = std::to_string(causal) + "/" +
+                          std::to_string(window) + "/" + std::to_string(chunk) +
+                          "/" + padding;
   if (attn.getKind() == OpKind::Attention)
     for (const char *extra : {"key_mask", "segments", "bidirectional"})
       if (const ir::Value *v = attn.operand(extra))
@@ -224,7 +227,6 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
   auto it = maskCache.find(lengthKey);
   if (it != maskCache.end())
     return it->second;
-  (void)key;
   // Lengths: total keys T (from the padding mask, or the key state) and
   // queries S; query j sits at absolute index T - S + j.
   std::string total =
@@ -248,6 +250,28 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
         b.node("Greater", {kRow, b.node("Sub", {qCol, b.i64Scalar(window)})});
     allowed = allowed.empty() ? inWindow : b.node("And", {allowed, inWindow});
   }
+  if (chunk > 0) {
+    // Same chunk: (index - left padding) / chunk equal for query and key
+    // (Hugging Face's chunked mask); padding keys are masked anyway.
+    std::string c = b.i64Scalar(chunk);
+    std::string sameChunk;
+    if (masked) {
+      std::string lead = b.node(
+          "ArgMax",
+          {b.node("Cast", {padding},
+                  {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)})},
+          {OnnxAttr::integer("axis", 1), OnnxAttr::integer("keepdims", 1)});
+      std::string lead3 = b.node("Unsqueeze", {lead, b.i64({2})}); // [B,1,1]
+      std::string kc = b.node("Div", {b.node("Sub", {kRow, lead3}), c});
+      std::string qc = b.node("Div", {b.node("Sub", {qCol, lead3}), c});
+      sameChunk = b.node("Unsqueeze", {b.node("Equal", {kc, qc}),
+                                       b.i64({1, 2})}); // [B, 1, 1, S, T]
+    } else {
+      sameChunk =
+          b.node("Equal", {b.node("Div", {kRow, c}), b.node("Div", {qCol, c})});
+    }
+    allowed = allowed.empty() ? sameChunk : b.node("And", {allowed, sameChunk});
+  }
   allowed = bidirectionalRuns(attn, allowed, q, total);
   if (masked) {
     std::string pad = b.node(
@@ -262,6 +286,55 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
     allowed = b.scalar(1, onnx::TensorProto_DataType_BOOL);
   maskCache[lengthKey] = allowed;
   return allowed;
+}
+
+std::string OnnxLowering::alibiBias(const ir::Op &attn, const std::string &keys,
+                                    int64_t kvHeads, int64_t groups) {
+  double scale = *attn.optAttr<double>("alibi");
+  const bool *roundBf16 = attn.optAttr<bool>("alibi_bf16");
+  bool bf16 = roundBf16 && *roundBf16;
+  const ir::Value *mask = attn.operand("mask");
+  std::string padding = mask ? in(mask) : "";
+  std::string key = "alibi/" + padding + "/" + std::to_string(kvHeads) + "/" +
+                    std::to_string(groups) + "/" + std::to_string(scale) +
+                    (bf16 ? "/bf16" : "");
+  auto it = maskCache.find(key);
+  if (it != maskCache.end())
+    return it->second;
+  // Key positions [B, T]: a key's index among its row's real tokens
+  // ((cumsum(mask) - 1) * mask, as Hugging Face's build_alibi_tensor), or
+  // 0 .. T - 1 without a padding mask ([1, T]).
+  std::string positions;
+  if (mask) {
+    std::string counted = b.node(
+        "Sub", {b.node("CumSum", {padding, b.i64Scalar(1)}), b.i64Scalar(1)});
+    positions = b.node("Mul", {counted, padding});
+  } else {
+    std::string total =
+        b.node("Gather", {b.node("Shape", {keys}), b.i64Scalar(2)},
+               {OnnxAttr::integer("axis", 0)});
+    positions = b.node(
+        "Unsqueeze",
+        {b.node("Range", {b.i64Scalar(0), total, b.i64Scalar(1)}), b.i64({0})});
+  }
+  positions = b.node(
+      "Unsqueeze",
+      {b.node("Cast", {positions},
+              {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)}),
+       b.i64({1, 2, 3})}); // [B, 1, 1, 1, T]
+  // Query head h = kv head * groups + g, as the scores are grouped.
+  std::string slopes =
+      b.f32(alibiSlopes(kvHeads * groups, bf16), {1, kvHeads, groups, 1, 1});
+  std::string bias = b.node("Mul", {slopes, positions});
+  if (bf16)
+    bias = b.node("Cast",
+                  {b.node("Cast", {bias},
+                          {OnnxAttr::integer(
+                              "to", onnx::TensorProto_DataType_BFLOAT16)})},
+                  {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)});
+  bias = b.node("Mul", {bias, b.f32Scalar(static_cast<float>(scale))});
+  maskCache[key] = bias;
+  return bias;
 }
 
 bool OnnxLowering::lowerAttention(const ir::Op &op) {
@@ -297,8 +370,12 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
     std::string c = b.f32Scalar(static_cast<float>(*softcap));
     scores = b.node("Mul", {b.node("Tanh", {b.node("Div", {scores, c})}), c});
   }
-  std::string allowed =
-      allowedMask(op, q, storageOf(op.getOperand(1)), 2, window ? *window : 0);
+  if (op.hasAttr("alibi"))
+    scores = b.node("Add", {scores, alibiBias(op, storageOf(op.getOperand(1)),
+                                              hk, groups)});
+  const int64_t *chunk = op.optAttr<int64_t>("chunk");
+  std::string allowed = allowedMask(op, q, storageOf(op.getOperand(1)), 2,
+                                    window ? *window : 0, chunk ? *chunk : 0);
   scores = b.node("Where", {allowed, scores, b.f32Scalar(-FLT_MAX)});
   // Extra keys at the same positions (compressed entries): causal and
   // padding masks without the window, and the op's extra mask.

@@ -1,6 +1,7 @@
 //===- LowerMath.cpp - ONNX lowering of elementwise, norm, matmul, shape --===//
 //
-// This file lowers elementwise ops (GELU and SiLU decomposed), softmax,
+// This file lowers elementwise ops (GELU and SiLU decomposed; greater and
+// where in float32), softmax,
 // RMSNorm (decomposed, computed in float32) and LayerNorm
 // (LayerNormalization), matmul (Gemm with transB for [out, in] weights, so
 // initializers keep the checkpoint layout), gather, and the shape ops.
@@ -8,11 +9,21 @@
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
 
+#include "ir/OpRules.h"
+
 #include <cmath>
+#include <optional>
 
 namespace archc {
 
 using ir::OpKind;
+
+std::string OnnxLowering::asFloat32(const ir::Op &op, size_t i) {
+  const ir::Value *v = op.getOperand(i);
+  return v->type.dtype == ir::DType::F32
+             ? in(v)
+             : castTo(in(v), onnx::TensorProto_DataType_FLOAT);
+}
 
 bool OnnxLowering::lowerElementwise(const ir::Op &op) {
   const ir::Value *r = op.getResult();
@@ -27,7 +38,8 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
       {OpKind::Exp, "Exp"},           {OpKind::Log, "Log"},
       {OpKind::Sqrt, "Sqrt"},         {OpKind::Tanh, "Tanh"},
       {OpKind::Sigmoid, "Sigmoid"},   {OpKind::Relu, "Relu"},
-      {OpKind::Softplus, "Softplus"}, {OpKind::Abs, "Abs"}};
+      {OpKind::Softplus, "Softplus"}, {OpKind::Abs, "Abs"},
+      {OpKind::Floor, "Floor"}};
   if (auto it = direct.find(op.getKind()); it != direct.end()) {
     std::vector<std::string> ins;
     for (size_t i = 0; i < op.getNumOperands(); ++i) {
@@ -49,6 +61,16 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
     return true;
   }
   switch (op.getKind()) {
+  case OpKind::Greater:
+    // Compared in float32: CPU kernels lack half precision, and a rank-0
+    // constant of another element type joins there.
+    def(r, b.node("Greater", {asFloat32(op, 0), asFloat32(op, 1)}));
+    return true;
+  case OpKind::Where:
+    // Selected in float32 likewise, then cast to the result's element type.
+    def(r, narrowTo(b.node("Where", {x(0), asFloat32(op, 1), asFloat32(op, 2)}),
+                    r->type.dtype));
+    return true;
   case OpKind::Rsqrt:
     def(r, b.node("Reciprocal", {b.node("Sqrt", {x(0)})}));
     return true;
@@ -242,6 +264,13 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
       return fail(op, "a reshape inside an expert body may keep the token "
                       "dims (the input's [batch, seq] at the same positions) "
                       "and infer at most one other symbolic dim");
+    // A target with an empty dim needs real sizes (with allowzero, a 0
+    // is an empty dim, not a copy of the input's).
+    bool emptyDim = false;
+    for (const ir::SymExpr &dim : dims)
+      emptyDim |= dim.getConstant() == std::optional<int64_t>(0);
+    if (emptyDim)
+      allConst = false;
     // A computed shape holds real sizes (0 means an empty dim there).
     std::string shape = allConst ? b.i64(consts) : shapeTensor(dims);
     if (shape.empty())
@@ -258,21 +287,49 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
             {OnnxAttr::list("perm", op.attr<std::vector<int64_t>>("perm"))}));
     return true;
   case OpKind::Split: {
+    // Empty parts are empty slices at their offset; the others come from
+    // one Split (or are x itself when only one part is non-empty).
     const auto &sizes = op.attr<std::vector<int64_t>>("sizes");
-    auto outs = b.nodeN("Split", {x, b.i64(sizes)},
-                        {OnnxAttr::integer("axis", op.attr<int64_t>("axis"))},
-                        sizes.size());
-    for (size_t i = 0; i < outs.size(); ++i)
-      def(op.getResult(i), outs[i]);
+    int64_t axis = op.attr<int64_t>("axis");
+    std::vector<int64_t> nonEmpty;
+    for (int64_t s : sizes)
+      if (s > 0)
+        nonEmpty.push_back(s);
+    std::vector<std::string> outs;
+    if (nonEmpty.size() > 1)
+      outs = b.nodeN("Split", {x, b.i64(nonEmpty)},
+                     {OnnxAttr::integer("axis", axis)}, nonEmpty.size());
+    else if (nonEmpty.size() == 1)
+      outs = {x};
+    size_t next = 0;
+    int64_t offset = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] > 0)
+        def(op.getResult(i), outs[next++]);
+      else
+        def(op.getResult(i), b.node("Slice", {x, b.i64({offset}),
+                                              b.i64({offset}), b.i64({axis})}));
+      offset += sizes[i];
+    }
     return true;
   }
   case OpKind::Concat: {
+    // Operands empty along the axis add nothing; when every operand is
+    // empty the result is the first of them.
+    size_t axis = 0;
+    ir::normalizeAxis(op.attr<int64_t>("axis"), xt.rank(), axis);
     std::vector<std::string> ins;
     for (const ir::Value *v : op.operands)
-      ins.push_back(in(v));
-    def(op.getResult(),
-        b.node("Concat", ins,
-               {OnnxAttr::integer("axis", op.attr<int64_t>("axis"))}));
+      if (v->type.dims[axis].getConstant() != std::optional<int64_t>(0))
+        ins.push_back(in(v));
+    if (ins.empty())
+      def(op.getResult(), x);
+    else if (ins.size() == 1)
+      def(op.getResult(), ins[0]);
+    else
+      def(op.getResult(),
+          b.node("Concat", ins,
+                 {OnnxAttr::integer("axis", op.attr<int64_t>("axis"))}));
     return true;
   }
   case OpKind::ExpertSlice:

@@ -1,10 +1,11 @@
 //===- LowerMoe.cpp - ONNX lowering of MoE routing and experts ------------===//
 //
 // This file lowers `route` (scores, optional selection bias, group-limited
-// selection, top-k or a table lookup, renormalisation, scaling) and
-// `experts` (sparse
-// dispatch: per expert, the tokens that selected it are gathered, run
-// through the expert body, weighted and scattered back with ScatterND add).
+// selection, top-k or a table lookup, renormalisation by the p-norm with an
+// optional floor, scaling) and `experts` (sparse dispatch: per expert, the
+// tokens that selected it are gathered, run through the expert body,
+// weighted (the output, or with scale_input the input) and scattered back
+// with ScatterND add).
 // Only selected tokens are computed, so the cost matches the model's.
 //
 //===----------------------------------------------------------------------===//
@@ -103,9 +104,17 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
                                   b.i64({groups, per})},
                                  {OnnxAttr::integer("axis", 0)})},
                  {OnnxAttr::integer("allowzero", 1)});
-      auto top2 = topk(grouped, std::min<int64_t>(2, per));
-      std::string groupScore = b.node("ReduceSum", {top2[0], b.i64({-1})},
-                                      {OnnxAttr::integer("keepdims", 0)});
+      std::string groupScore;
+      if (op.hasAttr("group_score")) { // "max"
+        // DeepSeek-V2's group_limited_greedy: the group's best score.
+        groupScore = b.node(
+            "ReduceMax", {grouped},
+            {OnnxAttr::list("axes", {-1}), OnnxAttr::integer("keepdims", 0)});
+      } else {
+        auto top2 = topk(grouped, std::min<int64_t>(2, per));
+        groupScore = b.node("ReduceSum", {top2[0], b.i64({-1})},
+                            {OnnxAttr::integer("keepdims", 0)});
+      }
       auto bestGroups = topk(groupScore, topkGroups);
       // One-hot of the kept groups, broadcast over their experts.
       std::string groupIds = b.node(
@@ -145,10 +154,28 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
     }
     weights = b.node("GatherElements", {scores, indices},
                      {OnnxAttr::integer("axis", -1)});
-    if (normalize)
-      weights =
-          b.node("Div", {weights, b.node("ReduceSum", {weights, b.i64({-1})},
-                                         {OnnxAttr::integer("keepdims", 1)})});
+  }
+  if (normalize && scoring != "sparsemixer") {
+    // Divide by the p-norm of the k weights (p = 1: their sum), clamped
+    // from below by norm_min when given.
+    const double *normP = op.optAttr<double>("norm_p");
+    double p = normP ? *normP : 1.0;
+    std::string norm;
+    if (p == 1.0) {
+      norm = b.node("ReduceSum", {weights, b.i64({-1})},
+                    {OnnxAttr::integer("keepdims", 1)});
+    } else {
+      std::string pw = b.f32Scalar(static_cast<float>(p));
+      norm = b.node(
+          "Pow",
+          {b.node("ReduceSum",
+                  {b.node("Pow", {b.node("Abs", {weights}), pw}), b.i64({-1})},
+                  {OnnxAttr::integer("keepdims", 1)}),
+           b.f32Scalar(static_cast<float>(1.0 / p))});
+    }
+    if (const double *lo = op.optAttr<double>("norm_min"))
+      norm = b.node("Max", {norm, b.f32Scalar(static_cast<float>(*lo))});
+    weights = b.node("Div", {weights, norm});
   }
   if (scale != 1.0)
     weights = b.node("Mul", {weights, b.f32Scalar(static_cast<float>(scale))});
@@ -166,6 +193,8 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
   int64_t dIn = xt.dims.back().getConstant().value_or(0);
   int64_t dOut = rt.dims.back().getConstant().value_or(0);
   int64_t count = op.attr<int64_t>("count");
+  const bool *scaleInputAttr = op.optAttr<bool>("scale_input");
+  bool scaleInput = scaleInputAttr && *scaleInputAttr;
   int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
   // Tokens flattened to [N, D]; routing to [N, k].
   std::string x = b.node("Reshape", {in(op.getOperand(0)), b.i64({-1, dIn})});
@@ -192,6 +221,12 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
     std::string tok =
         b.node("Reshape", {b.node("NonZero", {any}), b.i64({-1})});
     std::string xe = b.node("Gather", {x, tok}, {OnnxAttr::integer("axis", 0)});
+    std::string wsel =
+        b.node("Unsqueeze",
+               {b.node("Gather", {we, tok}, {OnnxAttr::integer("axis", 0)}),
+                b.i64({1})});
+    if (scaleInput) // Llama 4: the routing weight scales the expert's input
+      xe = narrow(b.node("Mul", {widen(xe), widen(wsel)}));
     // The body sees its tokens with the rank the IR gave it ([..., n, D]:
     // leading dims of 1), so rank-dependent lowerings stay valid.
     std::vector<int64_t> lead;
@@ -206,11 +241,8 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
       return false;
     std::string ye = b.node("Reshape", {in(body.getTerminator()->getOperand(0)),
                                         b.i64({-1, dOut})});
-    std::string wsel =
-        b.node("Unsqueeze",
-               {b.node("Gather", {we, tok}, {OnnxAttr::integer("axis", 0)}),
-                b.i64({1})});
-    std::string contrib = b.node("Mul", {widen(ye), widen(wsel)});
+    std::string contrib =
+        scaleInput ? widen(ye) : b.node("Mul", {widen(ye), widen(wsel)});
     out = b.node("ScatterND",
                  {out, b.node("Unsqueeze", {tok, b.i64({1})}), contrib},
                  {OnnxAttr::str("reduction", "add")});

@@ -289,7 +289,10 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   // model folder, onnxruntime-genai's (archc's own) otherwise.
   ClientIo tjs;
   if (opts.folder) {
-    tjs = transformersJsIo(*graph, modelType);
+    auto mq = config.find("multi_query");
+    tjs = transformersJsIo(*graph, modelType,
+                           mq != config.end() && mq->is_boolean() &&
+                               mq->get<bool>());
     if (!tjs.runs)
       diags.report(Severity::Note, SourceRange(),
                    fmt::format("{}: transformers.js cannot run this model "

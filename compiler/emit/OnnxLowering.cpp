@@ -244,6 +244,7 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
   }
   switch (op.getFamily()) {
   case ir::OpFamily::Binary:
+  case ir::OpFamily::Select:
   case ir::OpFamily::Unary:
   case ir::OpFamily::Softmax:
     return lowerElementwise(op);
@@ -267,6 +268,8 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
     return op.getKind() == OpKind::CausalConv ? lowerCausalConv(op)
            : op.getKind() == OpKind::Compress ? lowerCompress(op)
                                               : lowerDeltaRule(op);
+  case ir::OpFamily::StateSpace:
+    return lowerStateSpace(op);
   case ir::OpFamily::Route:
     return lowerRoute(op);
   case ir::OpFamily::Experts:

@@ -6,7 +6,7 @@
 // and expert dispatch are decomposed. Weights become initializers named by
 // their checkpoint names (through WeightPlan). Per op family, the lowering
 // lives in LowerMath.cpp, LowerReduce.cpp, LowerAttention.cpp,
-// LowerMla.cpp, LowerRecurrent.cpp and LowerMoe.cpp.
+// LowerMla.cpp, LowerRecurrent.cpp, LowerStateSpace.cpp and LowerMoe.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_EMIT_ONNXLOWERING_H
@@ -81,6 +81,8 @@ private:
   std::string actScalar(double v) { return b.scalar(v, act); }
 
   // LowerMath.cpp.
+  /// Operand i of `op` as float32 (cast unless it is already).
+  std::string asFloat32(const ir::Op &op, size_t i);
   bool lowerElementwise(const ir::Op &op);
   bool lowerNorm(const ir::Op &op);
   bool lowerMatMul(const ir::Op &op);
@@ -97,10 +99,15 @@ private:
   std::string storageOf(const ir::Value *v);
   /// The boolean mask of allowed (query, key) pairs, broadcastable to
   /// [B, Hkv, G, S, T]; `keys` with its sequence axis gives T when the op
-  /// reads no padding mask.
+  /// reads no padding mask. A window keeps the last `window` keys, a chunk
+  /// the keys of the query's chunk (positions from the first real token).
   std::string allowedMask(const ir::Op &attn, const std::string &q,
                           const std::string &keys, int64_t keysAxis,
-                          int64_t window);
+                          int64_t window, int64_t chunk = 0);
+  /// The ALiBi bias [B or 1, Hkv, G, 1, T] (float32) of an attention op
+  /// with `alibi`: slope times key position, scaled.
+  std::string alibiBias(const ir::Op &attn, const std::string &keys,
+                        int64_t kvHeads, int64_t groups);
 
   // LowerMla.cpp.
   bool lowerMlaAttention(const ir::Op &op);
@@ -112,6 +119,9 @@ private:
   /// The padding mask of the op's new tokens as [B, S, 1] in the activation
   /// type (1 = real token), or "" when the op reads no mask.
   std::string newTokenMask(const ir::Op &op, const std::string &x);
+
+  // LowerStateSpace.cpp.
+  bool lowerStateSpace(const ir::Op &op);
 
   // LowerMoe.cpp.
   bool lowerRoute(const ir::Op &op);

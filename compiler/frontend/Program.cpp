@@ -98,10 +98,97 @@ bool Program::load(const std::string &path,
   std::string canonical = fs::weakly_canonical(path, ec).string();
   loadedCanonical.insert(canonical);
   return loadFile(path, canonical, SourceRange(), includeDirs, sm, diags, 0) &&
-         resolveArchs(diags) && !diags.hasErrors();
+         loadBases(includeDirs, sm, diags) && resolveArchs(diags) &&
+         !diags.hasErrors();
 }
 
 namespace {
+/// Where an import of `rel` from the file `from` resolves: next to `from`,
+/// then in the include directories, then in the bundled archs/ directory;
+/// "" when none holds it.
+std::string findImport(const std::string &rel, const std::string &from,
+                       const std::vector<std::string> &includeDirs) {
+  std::vector<fs::path> candidates;
+  fs::path p(rel);
+  if (p.is_absolute()) {
+    candidates.push_back(p);
+  } else {
+    candidates.push_back(fs::path(from).parent_path() / p);
+    for (const std::string &dir : includeDirs)
+      candidates.push_back(fs::path(dir) / p);
+    candidates.push_back(fs::path(bundledArchsDir()) / p);
+  }
+  std::error_code ec;
+  for (const fs::path &c : candidates)
+    if (fs::is_regular_file(c, ec))
+      return c.lexically_normal().string();
+  return "";
+}
+} // namespace
+
+bool Program::loadBases(const std::vector<std::string> &includeDirs,
+                        SourceMgr &sm, DiagnosticEngine &diags) {
+  // A base that no loaded file declares is loaded from `<base>.arch`,
+  // found like an import of that name from the child's file; until no new
+  // file comes in (a loaded base may extend another).
+  bool ok = true;
+  for (bool loaded = true; loaded && ok;) {
+    loaded = false;
+    std::set<std::string> declared;
+    for (const auto &f : files)
+      for (const auto &a : f->archs)
+        declared.insert(a->name);
+    std::vector<std::pair<std::string, const ast::ArchDecl *>> wanted;
+    for (const auto &f : files)
+      for (const auto &a : f->archs)
+        if (!a->base.empty() && !declared.count(a->base))
+          wanted.push_back({sm.getName(f->fileId), a.get()});
+    for (const auto &[from, a] : wanted) {
+      std::string found = findImport(a->base + ".arch", from, includeDirs);
+      std::error_code ec;
+      std::string canonical =
+          found.empty() ? "" : fs::weakly_canonical(found, ec).string();
+      if (found.empty() || !loadedCanonical.insert(canonical).second)
+        continue; // reported by resolveArchs
+      baseFiles.emplace(a->base, found);
+      ok &= loadFile(found, canonical, a->baseRange, includeDirs, sm, diags, 1);
+      loaded = true;
+    }
+  }
+  return ok;
+}
+
+namespace {
+/// Orders a package's graphs by data flow: each next graph is the first, in
+/// the given order, that reads (by input name) no output of a graph still to
+/// be placed (vision_encoder's image_features feed embedding, whose
+/// inputs_embeds feed decoder); in a cycle, the first left. So a child's new
+/// graphs take their place in the pipeline wherever the base declared its
+/// own.
+void orderByDataFlow(std::vector<const ast::ModelDecl *> &graphs) {
+  std::vector<const ast::ModelDecl *> left = graphs, ordered;
+  auto produces = [](const ast::ModelDecl *g, const std::string &name) {
+    for (const ast::Target &t : g->outputs)
+      if (t.name == name)
+        return true;
+    return false;
+  };
+  while (!left.empty()) {
+    auto ready = std::find_if(left.begin(), left.end(), [&](auto *g) {
+      for (const ast::ModelInput &in : g->inputs)
+        for (const ast::ModelDecl *other : left)
+          if (other != g && produces(other, in.name))
+            return false;
+      return true;
+    });
+    if (ready == left.end())
+      ready = left.begin(); // a cycle: declaration order
+    ordered.push_back(*ready);
+    left.erase(ready);
+  }
+  graphs = std::move(ordered);
+}
+
 /// Sets an arch's effective members from its own and (when it extends one)
 /// its resolved base's.
 void inherit(ast::ArchDecl &a, const ast::ArchDecl *base) {
@@ -170,6 +257,7 @@ void inherit(ast::ArchDecl &a, const ast::ArchDecl *base) {
     if (std::find(a.allGraphs.begin(), a.allGraphs.end(), g.get()) ==
         a.allGraphs.end())
       a.allGraphs.push_back(g.get());
+  orderByDataFlow(a.allGraphs);
 }
 } // namespace
 
@@ -215,9 +303,17 @@ bool Program::resolveArchs(DiagnosticEngine &diags) {
             diags.error(a.baseRange, "unknown base arch '{}'", a.base);
         if (auto s = suggestName(a.base, names))
           d.notes.push_back({a.baseRange, "did you mean '" + *s + "'?"});
+        auto file = baseFiles.find(a.base);
         d.notes.push_back(
-            {SourceRange(), "import the file that declares it, e.g. import \"" +
-                                a.base + ".arch\""});
+            {SourceRange(),
+             file != baseFiles.end()
+                 ? file->second + " was loaded for it but declares no arch '" +
+                       a.base + "'"
+                 : "no loaded file declares it, and no " + a.base +
+                       ".arch was found next to this file, in -I directories "
+                       "or in the bundled archs/ (a base is loaded from "
+                       "<base>.arch unless an import brings in the file "
+                       "declaring it)"});
         done[&a] = false;
         return false;
       }
@@ -328,23 +424,7 @@ bool Program::loadFile(const std::string &path,
     }
   }
   for (const ast::ImportDecl &imp : f->imports) {
-    std::vector<fs::path> candidates;
-    fs::path p(imp.path);
-    if (p.is_absolute()) {
-      candidates.push_back(p);
-    } else {
-      candidates.push_back(fs::path(path).parent_path() / p);
-      for (const std::string &dir : includeDirs)
-        candidates.push_back(fs::path(dir) / p);
-      candidates.push_back(fs::path(bundledArchsDir()) / p);
-    }
-    std::string found, canonical;
-    for (const fs::path &c : candidates)
-      if (fs::is_regular_file(c, ec)) {
-        found = c.lexically_normal().string();
-        canonical = fs::weakly_canonical(c, ec).string();
-        break;
-      }
+    std::string found = findImport(imp.path, path, includeDirs);
     if (found.empty()) {
       diags.error(imp.range, "cannot find imported file '{}'", imp.path)
           .notes.push_back(
@@ -354,6 +434,7 @@ bool Program::loadFile(const std::string &path,
       ok = false;
       continue;
     }
+    std::string canonical = fs::weakly_canonical(found, ec).string();
     if (!loadedCanonical.insert(canonical).second)
       continue; // already loaded (or an import cycle)
     ok &= loadFile(found, canonical, imp.range, includeDirs, sm, diags,

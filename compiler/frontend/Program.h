@@ -3,7 +3,9 @@
 // This file declares Program: the main .arch file, every file it imports
 // (transitively, each once), the top-level `def`s they declare, and the
 // selected `arch`. Imports resolve relative to the importing file, then the
-// include directories (`-I`), then archc's bundled `archs/` directory.
+// include directories (`-I`), then archc's bundled `archs/` directory; the
+// base of `arch child extends base` that no loaded file declares is loaded
+// from `base.arch`, found the same way.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_FRONTEND_PROGRAM_H
@@ -66,6 +68,8 @@ private:
   std::vector<std::unique_ptr<ast::File>> files;
   std::map<std::string, const ast::DefDecl *> defs;
   std::set<std::string> loadedCanonical;
+  /// The file loaded for each `extends` base no import brought in.
+  std::map<std::string, std::string> baseFiles;
   const AstSnapshot *astSnapshot = nullptr;
   bool astSnapshotSet = false;
   std::ostream *astSnapshotTrace = nullptr;
@@ -73,6 +77,10 @@ private:
   /// Resolves `extends` across every loaded file: each arch's effective
   /// members (ast::ArchDecl::allConfig, allDefs, effectiveModel).
   bool resolveArchs(DiagnosticEngine &diags);
+  /// Loads `<base>.arch` for every `extends` base that no loaded file
+  /// declares (searched like an import from the child's file).
+  bool loadBases(const std::vector<std::string> &includeDirs, SourceMgr &sm,
+                 DiagnosticEngine &diags);
   /// The AST of the loaded file `fileId`: from the AST snapshot when it
   /// holds this bundled file's text, else parsed.
   std::unique_ptr<ast::File> restoreOrParse(const std::string &canonicalPath,

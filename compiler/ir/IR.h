@@ -37,6 +37,7 @@ enum class OpKind {
 enum class OpFamily {
   Leaf,
   Binary,
+  Select,
   Unary,
   Softmax,
   Norm,
@@ -48,6 +49,7 @@ enum class OpFamily {
   Attention,
   Cache,
   Recurrent,
+  StateSpace,
   Route,
   Experts,
   Vision,

@@ -63,6 +63,20 @@ std::vector<int64_t> cacheLayout(size_t rank) {
   return p;
 }
 
+bool recurrentStateType(const Op &op, TensorType &out) {
+  const OpSchema &s = opSchema(op.getKind());
+  if (!s.stateType)
+    return false;
+  for (const OperandSpec &o : s.operands) {
+    if (o.origin == Origin::Pass || o.variadic)
+      continue;
+    const Value *v = op.operand(o.name);
+    if (v && !v->type.known)
+      return false;
+  }
+  return s.stateType(op, out);
+}
+
 bool verifyOp(const Op &op, DiagnosticEngine &d) {
   return verifyAgainstSchema(op, d);
 }

@@ -11,6 +11,8 @@
 //   Attention.cpp    rope, attention, mla_attention, cache
 //   Recurrent.cpp    causal_conv1d, delta_rule, compress (constant-size
 //                    state)
+//   StateSpace.cpp   selective_scan, ssd_scan (Mamba-1 / Mamba-2 scans,
+//                    constant-size float32 state)
 //   Moe.cpp          route, experts
 //   Vision.cpp       conv2d, equal, scatter_rows, nonzero_rows,
 //                    select_rows, patch grids and positions
@@ -40,9 +42,10 @@ bool inferOpTypes(Op &op, DiagnosticEngine &diags);
 void reportOpError(DiagnosticEngine &diags, const Op &op,
                    const std::string &message);
 
-/// The decode-time state of a Recurrent-family op (causal_conv1d,
-/// delta_rule, compress): its type, constant in the sequence length. False
-/// when the operand types are not known yet.
+/// The constant-size decode state of an op that owns one (its schema's
+/// stateType: causal_conv1d, delta_rule, compress, selective_scan,
+/// ssd_scan): its type, constant in the sequence length. False for other
+/// ops and when the operand types are not known yet.
 bool recurrentStateType(const Op &op, TensorType &out);
 
 /// Broadcasts two shapes numpy-style; false when incompatible.

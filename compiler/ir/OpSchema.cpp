@@ -60,6 +60,7 @@ std::vector<OpSchema> buildTable() {
   addShapeSchemas(defined);
   addAttentionSchemas(defined);
   addRecurrentSchemas(defined);
+  addStateSpaceSchemas(defined);
   addMoeSchemas(defined);
   addVisionSchemas(defined);
   std::vector<OpSchema> table(kNumOpKinds);
@@ -479,6 +480,11 @@ SchemaBuilder &SchemaBuilder::denseResults() {
 }
 SchemaBuilder &SchemaBuilder::density(DensityRule rule) {
   s.density = rule;
+  return *this;
+}
+SchemaBuilder &SchemaBuilder::constantState(StateTypeRule rule, bool float32) {
+  s.stateType = rule;
+  s.stateInFloat32 = float32;
   return *this;
 }
 

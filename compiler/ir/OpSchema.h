@@ -143,6 +143,9 @@ using CostRule = OpCost (*)(const Op &, const CostContext &);
 /// entries), given the operands' densities; null: the sparsest operand's.
 using DensityRule = double (*)(const Op &, unsigned r,
                                const std::vector<double> &operandDensity);
+/// The type of the constant-size decode state an op owns, from its operand
+/// types (called only once they are all known).
+using StateTypeRule = bool (*)(const Op &, TensorType &);
 
 /// The definition of one op.
 struct OpSchema {
@@ -176,6 +179,15 @@ struct OpSchema {
   /// Results are dense whatever the operands (fresh data).
   bool denseResults = false;
   DensityRule density = nullptr;
+  /// Ops that own a decode-time state of constant size (conv windows,
+  /// recurrent and state-space matrices): its type. The kv-cache pass gives
+  /// every such op past/present graph I/O (`state` attribute, `past` operand,
+  /// `present` result), the mask passes give it the padding mask (`mask`
+  /// operand), the profile counts its bytes per sequence. Null: none.
+  StateTypeRule stateType = nullptr;
+  /// That state is kept in float32 whatever the KV-cache precision (the
+  /// models declare float32 recurrent / SSM state); else at the KV bits.
+  bool stateInFloat32 = false;
 
   const char *mnemonic() const { return ir::mnemonic(kind); }
   /// Index of a declared operand / attribute / result; nullopt if none.
@@ -263,6 +275,8 @@ public:
   SchemaBuilder &costHandlesDensity();
   SchemaBuilder &denseResults();
   SchemaBuilder &density(DensityRule rule);
+  /// A constant-size decode state (see OpSchema::stateType).
+  SchemaBuilder &constantState(StateTypeRule rule, bool float32);
 
   OpSchema take() { return std::move(s); }
 
@@ -279,6 +293,7 @@ void addReduceSchemas(SchemaList &out);
 void addShapeSchemas(SchemaList &out);
 void addAttentionSchemas(SchemaList &out);
 void addRecurrentSchemas(SchemaList &out);
+void addStateSpaceSchemas(SchemaList &out);
 void addMoeSchemas(SchemaList &out);
 void addVisionSchemas(SchemaList &out);
 void addStructureSchemas(SchemaList &out);

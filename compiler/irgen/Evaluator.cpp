@@ -1368,6 +1368,20 @@ EvalValue Evaluator::evalIndex(const ast::IndexExpr &e,
     }
     return base.getList()[static_cast<size_t>(i)];
   }
+  if (base.getKind() == EvalValue::Kind::String && idx.isInt()) {
+    // One character, as a string (Nemotron-H's hybrid_override_pattern).
+    const std::string &s = base.getString();
+    int64_t n = static_cast<int64_t>(s.size());
+    int64_t i = idx.getInt() < 0 ? idx.getInt() + n : idx.getInt();
+    if (i < 0 || i >= n) {
+      error(e.index->getRange(),
+            fmt::format("index {} is out of range for a string of {} "
+                        "characters",
+                        idx.getInt(), n));
+      return EvalValue::poison();
+    }
+    return EvalValue::string(s.substr(static_cast<size_t>(i), 1));
+  }
   if (base.getKind() == EvalValue::Kind::Dict) {
     if (idx.getKind() != EvalValue::Kind::String) {
       error(e.index->getRange(), "dict keys are strings");
@@ -1390,9 +1404,16 @@ EvalValue Evaluator::evalIndex(const ast::IndexExpr &e,
 
 EvalValue Evaluator::stackedExpertSlice(ir::Value *stacked, SourceRange range) {
   // `w[e]` in an expert body: w must be a checkpoint weight holding every
-  // expert along its first axis.
+  // expert along its first axis, or a reshape of one to [experts, ...]
+  // (DBRX stores its experts as [experts * I, D]).
   const ir::Op *def = stacked->getDefiningOp();
-  const ir::TensorType &t = stacked->type;
+  std::vector<ir::SymExpr> dims = stacked->type.dims;
+  if (def && def->getKind() == ir::OpKind::Reshape) {
+    // The reshape's type is inferred later; its target dims are known.
+    dims = def->attr<std::vector<ir::SymExpr>>("shape");
+    def = def->getOperand(0)->getDefiningOp();
+  }
+  ir::TensorType t(stacked->type.dtype, dims);
   if (!def || def->getKind() != ir::OpKind::Param || t.rank() < 2 ||
       t.dims[0] != ir::SymExpr(expertCount)) {
     error(range, fmt::format("only a weight stacking all {} experts along its "
@@ -1403,7 +1424,7 @@ EvalValue Evaluator::stackedExpertSlice(ir::Value *stacked, SourceRange range) {
   }
   const std::string &pattern = def->attr<std::string>("name");
   for (size_t idx : weightIndex[pattern])
-    if (module.weights[idx].type == t)
+    if (module.weights[idx].type == def->getResult()->type)
       module.weights[idx].stackedExperts = true;
   ir::Op *op = createOp(ir::OpKind::ExpertSlice, {stacked}, range);
   return EvalValue::tensor(op->getResult());
@@ -1485,8 +1506,11 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
   if (a.isPoison() || b.isPoison())
     return EvalValue::poison();
   const char *sp = ast::spelling(op);
-  // Equality works for every compile-time value.
+  // Equality works for every compile-time value; a tensor compared with
+  // none tests whether an optional tensor argument was given.
   if (op == B::Eq || op == B::Ne) {
+    if ((a.isTensor() && b.isNone()) || (a.isNone() && b.isTensor()))
+      return EvalValue::boolean(op == B::Ne);
     if (a.isTensor() || b.isTensor()) {
       error(range, fmt::format("'{}' compares compile-time values, not "
                                "tensors",

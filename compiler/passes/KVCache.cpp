@@ -8,16 +8,18 @@
 //   state_out "present.{i}.<name>" %present
 // and the graph gains the per-layer state inputs/outputs. Rank-4 states
 // ([batch, seq, heads, d]) are stored [batch, heads, seq, d], the layout of
-// onnxruntime-genai and Optimum. Ops of constant-size state
-// (causal_conv1d, delta_rule) get the same I/O with their own state type
-// (`past_key_values.{i}.conv_state`, `.recurrent_state`) and a second result,
-// the present state. Then `attention_mask` [batch, past + seq] is added and
-// read by every attention and recurrent op. Run after shape-inference (the
-// state types come from the cached values) and run shape-inference again
-// afterwards.
+// onnxruntime-genai and Optimum. Ops of constant-size state (those whose
+// schema declares a stateType: causal_conv1d, delta_rule, compress,
+// selective_scan, ssd_scan) get the same I/O with their own state type
+// (`past_key_values.{i}.conv_state`, `.recurrent_state`, `.ssm_state`, ...)
+// and a second result, the present state. Then `attention_mask` [batch, past +
+// seq] is added and read by every attention and recurrent op. Run after
+// shape-inference (the state types come from the cached values) and run
+// shape-inference again afterwards.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
+#include "ir/OpSchema.h"
 #include "passes/MaskUtils.h"
 #include "passes/Passes.h"
 
@@ -48,7 +50,7 @@ public:
         auto &ops = region->getOps();
         for (auto it = ops.begin(); it != ops.end(); ++it) {
           Op &op = **it;
-          bool recurrent = op.getFamily() == OpFamily::Recurrent;
+          bool recurrent = opSchema(op.getKind()).stateType != nullptr;
           if (op.getKind() != OpKind::Cache && !recurrent)
             continue;
           if (op.hasOperand("past")) {

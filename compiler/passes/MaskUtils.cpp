@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/MaskUtils.h"
 
+#include "ir/OpSchema.h"
+
 namespace archc {
 
 bool addAttentionMask(ir::Module &m, const ir::SymExpr &length,
@@ -23,7 +25,7 @@ bool addAttentionMask(ir::Module &m, const ir::SymExpr &length,
   ir::walk(body, [&](ir::Op &op) {
     bool reads = op.getKind() == ir::OpKind::Attention ||
                  op.getKind() == ir::OpKind::MlaAttention ||
-                 op.getFamily() == ir::OpFamily::Recurrent;
+                 ir::opSchema(op.getKind()).stateType != nullptr;
     if (reads && !op.hasOperand("mask"))
       op.setOperand("mask", mask);
   });

@@ -6,7 +6,8 @@
 //   (c) prefill of N tokens then decode of M (one by one, and as one chunk)
 //       gives the logits of one pass over N + M;
 //   (d) batch 2 with left padding matches the unpadded rows;
-//   (e) the single-pass model (--no-kv-cache) gives the same logits as (a).
+//   (e) the single-pass model (--no-kv-cache) gives the same logits as (a);
+//   (w) -emit=weights lists exactly the checkpoint's tensors (names, shapes).
 // Usage: check_fixture.js --archc BIN --arch FILE.arch --case DIR --work DIR
 // Exit 0 = pass, 1 = fail, 77 = fixture folder absent (skipped).
 'use strict';
@@ -29,6 +30,28 @@ function emit(args, out, extra) {
   execFileSync(args.archc, [args.arch, '--config', path.join(args.case, 'config.json'),
     '-emit=onnx', '--weights', path.join(args.case, 'model.safetensors'), '-o', out, ...extra],
     { stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+// (w): archc's weight list against the checkpoint's safetensors header.
+function checkWeights(args, failures, name) {
+  const out = execFileSync(args.archc, [args.arch, '--config', path.join(args.case, 'config.json'),
+    '-emit=weights'], { encoding: 'utf8' });
+  const got = new Map();
+  for (const line of out.split('\n')) {
+    const m = line.match(/^(\S+) \[([0-9, ]*)\] \S+$/);
+    if (m) got.set(m[1], m[2].split(',').filter((d) => d.trim() !== '').map(Number).join(','));
+  }
+  const want = readSafetensors(path.join(args.case, 'model.safetensors')).tensors;
+  const problems = [];
+  for (const [n, t] of Object.entries(want)) {
+    if (!got.has(n)) problems.push(`missing ${n}`);
+    else if (got.get(n) !== t.shape.join(',')) problems.push(`${n} [${got.get(n)}] vs [${t.shape}]`);
+  }
+  for (const n of got.keys()) if (!(n in want)) problems.push(`unexpected ${n}`);
+  const ok = problems.length === 0;
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} (w) -emit=weights equals model.safetensors: ` +
+    `${got.size} tensors${ok ? '' : '; ' + problems.slice(0, 5).join('; ')}`);
+  if (!ok) failures.push('(w) weights');
 }
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
@@ -73,6 +96,7 @@ async function main() {
     if (!ok) failures.push(label);
   };
 
+  checkWeights(args, failures, name);
   const dec = await Decoder.load(kvModel);
   // (a) full prefill, batch 2.
   const ones = (n) => new Array(n).fill(1);

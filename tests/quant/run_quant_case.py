@@ -45,10 +45,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 import hf_reference as ref  # noqa: E402
 import quant_formats as qf  # noqa: E402
 
-# Checkpoint tensors Hugging Face stores [in, out] (x @ W): GPT-2's Conv1D and gpt-oss's dequantised experts
-# (Qwen3.5-MoE's fused experts of the same names are [out, in]).
+# Checkpoint tensors Hugging Face stores [in, out] (x @ W): GPT-2's Conv1D, gpt-oss's dequantised experts and
+# Llama 4's stacked experts (Qwen3.5-MoE's fused experts of the same names are [out, in]).
 IN_OUT = {"gpt2": re.compile(r"\.(c_attn|c_proj|c_fc)\.weight$"),
-          "gpt_oss": re.compile(r"\.mlp\.experts\.(gate_up_proj|down_proj)$")}
+          "gpt_oss": re.compile(r"\.mlp\.experts\.(gate_up_proj|down_proj)$"),
+          "llama4_text": re.compile(r"\.feed_forward\.experts\.(gate_up_proj|down_proj)$")}
 
 
 def in_out(family, tensor):

@@ -69,7 +69,8 @@ def write_safetensors(path, tensors, metadata=None):
     blobs = []
     off = 0
     for name in sorted(tensors):
-        arr = np.ascontiguousarray(tensors[name])
+        # (ascontiguousarray makes a 0-d array 1-d: keep the shape, Apertus' xIELU buffers are 0-d)
+        arr = np.ascontiguousarray(tensors[name]).reshape(np.shape(tensors[name]))
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
         if arr.dtype not in _DT_NAME:
             raise ValueError(f"tensor {name}: dtype {arr.dtype} not supported")

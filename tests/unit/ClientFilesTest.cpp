@@ -201,6 +201,40 @@ TEST(ClientIo, TransformersJsNames) {
   EXPECT_FALSE(transformersJsIo(kv, "llama").changesGraph());
 }
 
+TEST(ClientIo, TransformersJsMultiQueryKeyValue) {
+  // A `multi_query` config (Falcon): transformers.js feeds one key_value
+  // tensor per layer; the graph splits it and concatenates the presents.
+  onnx::GraphProto g = graphWith(
+      {"input_ids", "past_key_values.0.key", "past_key_values.0.value"},
+      {"logits", "present.0.key", "present.0.value"});
+  for (auto *list : {g.mutable_input(), g.mutable_output()})
+    for (auto &vi : *list) {
+      auto *shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->add_dim()->set_dim_param("batch_size");
+      shape->add_dim()->set_dim_value(1);
+      shape->add_dim()->set_dim_param("past_sequence_length");
+      shape->add_dim()->set_dim_value(16);
+    }
+  EXPECT_TRUE(transformersJsIo(g, "falcon").fusedKeyValue.empty());
+  ClientIo io = transformersJsIo(g, "falcon", /*multiQuery=*/true);
+  ASSERT_TRUE(io.runs) << io.whyNot;
+  ASSERT_TRUE(io.changesGraph());
+  applyClientIo(g, io);
+  ASSERT_EQ(g.input_size(), 2);
+  EXPECT_EQ(g.input(1).name(), "past_key_values.0.key_value");
+  EXPECT_EQ(g.input(1).type().tensor_type().shape().dim(3).dim_value(), 32);
+  EXPECT_EQ(g.input(1).type().tensor_type().shape().dim(2).dim_param(),
+            "past_sequence_length");
+  ASSERT_EQ(g.output_size(), 2);
+  EXPECT_EQ(g.output(1).name(), "present.0.key_value");
+  // Split first (after its sizes), the concat last.
+  EXPECT_EQ(g.node(1).op_type(), "Split");
+  EXPECT_EQ(g.node(1).output(0), "past_key_values.0.key");
+  EXPECT_EQ(g.node(1).output(1), "past_key_values.0.value");
+  EXPECT_EQ(g.node(g.node_size() - 1).op_type(), "Concat");
+  EXPECT_EQ(g.node(g.node_size() - 1).input(1), "present.0.value");
+}
+
 TEST(ModelFolder, FileNamesAndLayerTypes) {
   EXPECT_EQ(folderModelFile(ir::DType::F32), "model.onnx");
   EXPECT_EQ(folderModelFile(ir::DType::F16), "model_fp16.onnx");

@@ -84,7 +84,8 @@ TEST(OpSchema, SignaturesDeriveFromTheSchemas) {
     names.push_back(p.name + ":" + p.type + (p.required ? "!" : ""));
   EXPECT_EQ(names, (std::vector<std::string>{
                        "q:tensor!", "k:tensor!", "v:tensor!", "causal:bool",
-                       "window:int?", "scale:float?", "softcap:float?",
+                       "window:int?", "chunk:int?", "scale:float?",
+                       "softcap:float?", "alibi:float?", "alibi_bf16:bool?",
                        "sinks:tensor?", "extra_k:tensor?", "extra_v:tensor?",
                        "extra_mask:tensor?", "key_mask:tensor?",
                        "segments:tensor?", "bidirectional:tensor?"}));

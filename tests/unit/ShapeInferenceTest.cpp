@@ -94,3 +94,66 @@ arch k {
             std::string::npos)
       << c.diagnostics();
 }
+
+TEST(ShapeInference, GreaterIsBoolAndWhereBroadcastsTheBranches) {
+  ScratchDir d;
+  std::string arch = R"(
+arch k {
+  config { h: int }
+  model(x: f32[batch, seq, 8]) -> (y) {
+    m = op.greater(x, 0.0)
+    y = op.where(m, x * 2.0, param("w", [h]))
+  }
+})";
+  auto c = compile(d, arch, R"({"h": 8})");
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  std::vector<std::string> types;
+  ir::walk(c.module().graph.body, [&](const ir::Op &op) {
+    if (op.getKind() == ir::OpKind::Greater ||
+        op.getKind() == ir::OpKind::Where)
+      types.push_back(op.getResult()->type.str());
+  });
+  EXPECT_EQ(types, (std::vector<std::string>{"tensor<batch x seq x 8 x bool>",
+                                             "tensor<batch x seq x 8 x f32>"}));
+}
+
+TEST(ShapeInference, WhereNeedsABoolConditionAndBroadcastingShapes) {
+  ScratchDir d;
+  std::string notBool = R"(
+arch k {
+  config { h: int }
+  model(x: f32[batch, seq, 8]) -> (y) {
+    y = op.where(x, x, 0.0)
+  }
+})";
+  auto c = compile(d, notBool, R"({"h": 8})");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("test.arch:5:9: error: where: the condition "
+                                 "must be a bool tensor, got tensor<batch x "
+                                 "seq x 8 x f32>"),
+            std::string::npos)
+      << c.diagnostics();
+  std::string shapes = R"(
+arch k {
+  config { h: int }
+  model(x: f32[batch, seq, 8]) -> (y) {
+    y = op.where(op.greater(x, 0.0), x, param("w", [h]))
+  }
+})";
+  c = compile(d, shapes, R"({"h": 3})");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("do not broadcast"), std::string::npos)
+      << c.diagnostics();
+  std::string types = R"(
+arch k {
+  config { h: int }
+  model(x: f32[batch, seq, 8], n: i64[batch, seq, 8]) -> (y) {
+    y = op.where(op.greater(x, 0.0), x, n)
+  }
+})";
+  c = compile(d, types, R"({"h": 3})");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("the two branches' element types differ"),
+            std::string::npos)
+      << c.diagnostics();
+}

@@ -2,9 +2,11 @@
 //
 // This file implements verification and type inference for the attention
 // family. Layouts: q [batch, seq, heads, d], k/v [batch, keys, kv_heads, d];
-// the attention output is [batch, seq, heads, dv]; optional extra keys and
+// the attention output is [batch, seq, heads, dv]; keys may be limited to
+// a sliding window or to the query's chunk; optional extra keys and
 // values (at the same key positions, causal but not windowed, filtered by
-// an extra mask) join the same softmax. `mla_attention` reads a
+// an extra mask) join the same softmax; ALiBi biases the scores by head
+// and key position. `mla_attention` reads a
 // latent [batch, keys, c] and a shared rope key [batch, keys, dr] and
 // expands per-head keys/values with kv_weight [heads * (dn + dv), c]. A
 // `cache` op is the
@@ -128,6 +130,28 @@ bool inferRope(Op &op, DiagnosticEngine &d) {
     }
   }
   op.getResult()->type = x;
+  return true;
+}
+
+bool verifyAttention(const Op &op, DiagnosticEngine &d) {
+  if (op.hasAttr("alibi_bf16") && !op.hasAttr("alibi")) {
+    reportOpError(d, op, "alibi_bf16 rounds the ALiBi bias: it needs alibi");
+    return false;
+  }
+  if (op.hasAttr("alibi") && op.hasOperand("extra_k")) {
+    reportOpError(d, op,
+                  "alibi with extra keys is not supported (the extra "
+                  "keys have no ALiBi positions)");
+    return false;
+  }
+  if (op.hasAttr("chunk") &&
+      (op.hasAttr("window") || !op.attr<bool>("causal") ||
+       op.hasOperand("extra_k"))) {
+    reportOpError(d, op,
+                  "chunked attention is causal and takes no window or "
+                  "extra keys");
+    return false;
+  }
   return true;
 }
 
@@ -356,6 +380,15 @@ bool inferCache(Op &op, DiagnosticEngine &d) {
   return true;
 }
 
+/// Keys a causal chunked kernel visits for s queries over t keys, query j
+/// at position p = t - s + j seeing the p mod chunk + 1 keys of its chunk.
+double visitedChunkKeys(double s, double t, double chunk) {
+  double keys = 0;
+  for (double p = t - s; p < t; ++p)
+    keys += std::fmod(p, chunk) + 1;
+  return keys;
+}
+
 /// Keys a causal (sliding-window) kernel visits for s queries over t keys,
 /// query j at position t - s + j.
 double visitedKeys(double s, double t, double w, bool causal) {
@@ -422,14 +455,20 @@ OpCost attentionCost(const Op &op, const CostContext &ctx) {
   const int64_t *window = op.optAttr<int64_t>("window");
   double w = window ? static_cast<double>(*window) : 0;
   bool causal = op.attr<bool>("causal");
-  double keys = visitedKeys(s, t, w, causal);
+  const int64_t *chunkAttr = op.optAttr<int64_t>("chunk");
+  double chunk = chunkAttr ? static_cast<double>(*chunkAttr) : 0;
+  double keys =
+      chunk > 0 ? visitedChunkKeys(s, t, chunk) : visitedKeys(s, t, w, causal);
   // Segmented (block-diagonal) attention: what a kernel over each segment
   // visits.
   if (double per = segmentKeys(op, t, ctx); per > 0 && !causal)
     keys = s * per;
-  // Distinct key positions read (a window bounds them); shared K = V (one
-  // tensor as both) is read once.
+  // Distinct key positions read (a window bounds them, a chunk starts at
+  // the first query's chunk); shared K = V (one tensor as both) is read
+  // once.
   double span = w > 0 ? std::min(t, w + s - 1) : t;
+  if (chunk > 0 && t >= s)
+    span = s + std::fmod(t - s, chunk);
   auto kvRead = [&](const Value *key, const Value *value, double positions) {
     double elems = b * hk * positions * (dk + (key == value ? 0 : dv));
     if (isCached(key))
@@ -467,7 +506,8 @@ OpCost attentionCost(const Op &op, const CostContext &ctx) {
   c.matmulFlops = 2 * c.macs;
   double scores = b * h * keys;
   bool softcap = op.hasAttr("softcap");
-  double perScore = 2 /*scale, mask*/ + 5 /*softmax*/ + (softcap ? 3 : 0);
+  double perScore = 2 /*scale, mask*/ + 5 /*softmax*/ + (softcap ? 3 : 0) +
+                    (op.hasAttr("alibi") ? 1 : 0) /*bias*/;
   c.flops = c.matmulFlops + scores * perScore;
   c.transcendentals = scores * (softcap ? 2 : 1);
   ctx.read(op.getOperand(0), c);
@@ -567,8 +607,9 @@ void addAttentionSchemas(SchemaList &out) {
                     "the s queries are the last s of the key positions. "
                     "Optional extra keys and values (at the same key "
                     "positions, causal but not windowed, filtered by an "
-                    "extra mask) join the same softmax. A query sees a key "
-                    "when causal/window allow it or both lie in one "
+                    "extra mask) join the same softmax. ALiBi adds a bias "
+                    "per head and key position. A query sees a key when "
+                    "causal/window/chunk allow it or both lie in one "
                     "bidirectional run, and the padding mask, key_mask and "
                     "segments allow it.")
           .language()
@@ -581,10 +622,22 @@ void addAttentionSchemas(SchemaList &out) {
                    "sliding window: keys within the last `window` positions, "
                    "the query's included")
           .atLeast(1)
+          .optAttr("chunk", AttrType::Int,
+                   "chunked attention: keys in the query's chunk of `chunk` "
+                   "positions (counted from the first non-padding token), "
+                   "the query's included (Llama 4)")
+          .atLeast(1)
           .optAttr("scale", AttrType::Float, "score scale; none: 1 / sqrt(dk)")
           .optAttr("softcap", AttrType::Float,
                    "scores become softcap * tanh(scores / softcap)")
           .above(0)
+          .optAttr("alibi", AttrType::Float,
+                   "ALiBi: adds alibi * m_h * p_j to the scaled scores, m_h "
+                   "the ALiBi slope of query head h, p_j the position of key "
+                   "j among its row's real tokens (from the padding mask)")
+          .optAttr("alibi_bf16", AttrType::Bool,
+                   "round the slopes and m_h * p_j to bfloat16 (Hugging "
+                   "Face's build_alibi_tensor)")
           .optOperand("sinks", "[heads]: one extra logit per head that joins "
                                "the softmax and takes no value")
           .optOperand("extra_k", "[batch, keys, kv_heads, dk]", "extra_v")
@@ -607,6 +660,7 @@ void addAttentionSchemas(SchemaList &out) {
           .passOperand("mask", "int64 [batch, keys] padding mask "
                                "(attention-mask, kv-cache passes)")
           .result("result", "[batch, seq, heads, dv]")
+          .verify(verifyAttention)
           .infer(inferAttentionOp)
           .cost(attentionCost)
           .costHandlesDensity()

@@ -1,10 +1,11 @@
 //===- Elementwise.cpp - Elementwise ops and softmax ----------------------===//
 //
 // This file defines the elementwise ops: binary ops with numpy
-// broadcasting (add, sub, mul, div, pow, maximum, minimum), unary ops
-// (neg, exp, ..., clamp, cast) and softmax along one axis. Their cost is a
-// fixed number of FLOPs per output element (transcendentals counted apart
-// as well), every operand read and the result written.
+// broadcasting (add, sub, mul, div, pow, maximum, minimum), the comparison
+// greater (a bool result) and where (choice by a bool condition), unary ops
+// (neg, exp, ..., floor, clamp, cast) and softmax along one axis. Their cost
+// is a fixed number of FLOPs per output element (transcendentals counted
+// apart as well), every operand read and the result written.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
@@ -52,6 +53,51 @@ bool inferBinary(Op &op, DiagnosticEngine &d) {
     reportOpError(
         d, op,
         fmt::format("shapes {} and {} do not broadcast", a.str(), b.str()));
+    return false;
+  }
+  op.getResult()->type = TensorType(dt, dims);
+  return true;
+}
+
+bool inferGreater(Op &op, DiagnosticEngine &d) {
+  if (!inferBinary(op, d))
+    return false;
+  op.getResult()->type.dtype = DType::Bool;
+  return true;
+}
+
+/// where(cond, a, b): cond bool; a and b of one element type (a rank-0
+/// float joins a float tensor), all three broadcast.
+bool inferWhere(Op &op, DiagnosticEngine &d) {
+  const TensorType &c = op.getOperand(0)->type;
+  const TensorType &a = op.getOperand(1)->type;
+  const TensorType &b = op.getOperand(2)->type;
+  if (c.dtype != DType::Bool) {
+    reportOpError(
+        d, op,
+        fmt::format("the condition must be a bool tensor, got {}", c.str()));
+    return false;
+  }
+  DType dt = a.dtype;
+  if (a.dtype != b.dtype) {
+    if (b.rank() == 0 && isFloat(a.dtype) && isFloat(b.dtype))
+      dt = a.dtype;
+    else if (a.rank() == 0 && isFloat(a.dtype) && isFloat(b.dtype))
+      dt = b.dtype;
+    else {
+      reportOpError(d, op,
+                    fmt::format("the two branches' element types differ: {} "
+                                "and {}",
+                                a.str(), b.str()));
+      return false;
+    }
+  }
+  std::vector<SymExpr> ab, dims;
+  if (!broadcastShapes(a.dims, b.dims, ab) ||
+      !broadcastShapes(c.dims, ab, dims)) {
+    reportOpError(d, op,
+                  fmt::format("shapes {}, {} and {} do not broadcast", c.str(),
+                              a.str(), b.str()));
     return false;
   }
   op.getResult()->type = TensorType(dt, dims);
@@ -140,6 +186,24 @@ void addElementwiseSchemas(SchemaList &out) {
             perElementCost<1, 0>);
   addBinary(out, OpKind::Minimum, "elementwise min(a, b)",
             perElementCost<1, 0>);
+  out.push_back(SchemaBuilder(OpKind::Greater, "a > b, elementwise")
+                    .language()
+                    .operand("a", "left operand")
+                    .operand("b", "right operand (broadcast numpy-style)")
+                    .result("result", "bool, broadcast shape of a and b")
+                    .infer(inferGreater)
+                    .cost(perElementCost<1, 0>)
+                    .take());
+  out.push_back(SchemaBuilder(OpKind::Where, "elementwise choice: a where "
+                                             "cond, else b")
+                    .language()
+                    .operand("cond", "bool tensor")
+                    .operand("a", "the value where cond holds")
+                    .operand("b", "the value elsewhere (a's element type)")
+                    .result("result", "broadcast shape of cond, a and b")
+                    .infer(inferWhere)
+                    .cost(perElementCost<1, 0>)
+                    .take());
   addUnary(out, OpKind::Neg, "-x", perElementCost<1, 0>);
   addUnary(out, OpKind::Exp, "e^x", perElementCost<1, 1>);
   addUnary(out, OpKind::Log, "natural logarithm", perElementCost<1, 1>);
@@ -151,6 +215,8 @@ void addElementwiseSchemas(SchemaList &out) {
   addUnary(out, OpKind::Relu, "max(x, 0)", perElementCost<1, 0>);
   addUnary(out, OpKind::Softplus, "log(1 + e^x)", perElementCost<3, 2>);
   addUnary(out, OpKind::Abs, "|x|", perElementCost<1, 0>);
+  addUnary(out, OpKind::Floor, "the largest integer <= x",
+           perElementCost<1, 0>);
   out.push_back(SchemaBuilder(OpKind::Gelu, "GELU, exact (erf) or the tanh "
                                             "approximation")
                     .language()

@@ -25,6 +25,15 @@ bool verifyRoute(const Op &op, DiagnosticEngine &d) {
                   "without bias, groups or renormalisation");
     return false;
   }
+  if ((op.hasAttr("norm_p") || op.hasAttr("norm_min")) &&
+      !op.attr<bool>("normalize")) {
+    reportOpError(d, op, "norm_p and norm_min need normalize: true");
+    return false;
+  }
+  if (op.hasAttr("group_score") && !grouped) {
+    reportOpError(d, op, "group_score needs expert groups (groups > 1)");
+    return false;
+  }
   if (op.hasOperand("table") &&
       (bias || grouped || scoring == "sparsemixer" ||
        op.attr<std::string>("order") != "score_topk")) {
@@ -150,8 +159,10 @@ OpCost routeCost(const Op &op, const CostContext &ctx) {
                     : scoring == "sparsemixer"  ? 2 * (4 + 5)
                                                 : 0;
   double scored = op.attr<std::string>("order") == "topk_score" ? k : e;
-  c.flops = tokens *
-            (perScore * scored + e + (op.attr<bool>("normalize") ? 2 * k : 0));
+  double normFlops = 0;
+  if (op.attr<bool>("normalize"))
+    normFlops = op.hasAttr("norm_p") ? 4 * k : 2 * k;
+  c.flops = tokens * (perScore * scored + e + normFlops);
   c.transcendentals = scoring == "none" ? 0 : tokens * scored;
   readOperandsWriteResults(op, ctx, c);
   return c;
@@ -170,8 +181,12 @@ OpCost expertsCost(const Op &op, const CostContext &ctx) {
   c.weightBytes = perExpertAllTokens.weightBytes *
                   expectedDistinctExperts(static_cast<int64_t>(e),
                                           static_cast<int64_t>(k), tokens);
+  // The weighted sum (k multiplies and adds per output element); with
+  // scale_input the multiplies are on the inputs and the sum is plain.
   double out = ctx.elements(op.getResult()->type);
-  c.flops += 2 * k * out;
+  const bool *scaleInput = op.optAttr<bool>("scale_input");
+  c.flops +=
+      scaleInput && *scaleInput ? k * (ctx.elements(x) + out) : 2 * k * out;
   readOperandsWriteResults(op, ctx, c);
   return c;
 }
@@ -200,15 +215,27 @@ void addMoeSchemas(SchemaList &out) {
                 "score then select, or select on logits then score")
           .allowed({"score_topk", "topk_score"})
           .attr("normalize", AttrType::Bool, false,
-                "renormalise the k weights to sum 1")
+                "renormalise the k weights: divide by their p-norm")
+          .optAttr("norm_p", AttrType::Float,
+                   "the p of the renormalisation; none: 1, the sum (DBRX's "
+                   "moe_normalize_expert_weights)")
+          .above(0)
+          .optAttr("norm_min", AttrType::Float,
+                   "lower bound of the renormalisation divisor (ERNIE's "
+                   "moe_norm_min)")
           .attr("scale", AttrType::Float, 1.0, "routed scaling factor")
           .optOperand("bias", "[experts]: added to the scores for selection "
                               "only")
           .attr("groups", AttrType::Int, int64_t(1), "expert groups")
           .atLeast(1)
           .attr("topk_groups", AttrType::Int, int64_t(1),
-                "groups kept per token (by their best two scores)")
+                "groups kept per token (ranked by group_score)")
           .atLeast(1)
+          .optAttr("group_score", AttrType::Enum,
+                   "a group's rank: \"max\", its best selection score "
+                   "(DeepSeek-V2's group_limited_greedy); none: the sum of "
+                   "its best two (DeepSeek-V3)")
+          .allowed({"max"})
           .optAttr("jitter_eps", AttrType::Float,
                    "sparsemixer's threshold (router_jitter_noise)")
           .optOperand("table",
@@ -230,13 +257,17 @@ void addMoeSchemas(SchemaList &out) {
           .describe("The body `fn(tokens, e)` is one expert's computation "
                     "(weights named with {e}, or w[e] of stacked weights); "
                     "each token's output is the sum of weights[j] * "
-                    "body_{indices[j]}(token).")
+                    "body_{indices[j]}(token), or with scale_input of "
+                    "body_{indices[j]}(weights[j] * token).")
           .language()
           .operand("x", "[..., D]: the tokens")
           .operand("weights", "[..., k] routing weights")
           .operand("indices", "integer [..., k] expert indices")
           .attr("count", AttrType::Int, "number of routed experts")
           .atLeast(1)
+          .optAttr("scale_input", AttrType::Bool,
+                   "true: weight each token's input to an expert instead of "
+                   "the expert's output (Llama 4)")
           .region("body", {"tokens"}, {"e"},
                   "fn(tokens, e): one expert over [..., D] tokens")
           .result("result", "[..., D'] as the body returns")

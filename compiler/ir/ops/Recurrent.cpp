@@ -43,34 +43,29 @@ int64_t convKernel(const TensorType &w) {
 }
 } // namespace
 
-bool recurrentStateType(const Op &op, TensorType &out) {
-  const OpSchema &s = opSchema(op.getKind());
-  for (const OperandSpec &o : s.operands)
-    if (o.origin != Origin::Pass && !op.operand(o.name)->type.known)
-      return false;
-  if (op.getKind() == OpKind::CausalConv) {
-    const TensorType &x = op.getOperand(0)->type;
-    out =
-        TensorType(x.dtype, {x.dims[0], x.dims[2],
+namespace {
+/// State types (the schemas' stateType rules).
+bool convStateType(const Op &op, TensorType &out) {
+  const TensorType &x = op.getOperand(0)->type;
+  out = TensorType(x.dtype, {x.dims[0], x.dims[2],
                              SymExpr(convKernel(op.getOperand(1)->type) - 1)});
-    return true;
-  }
-  if (op.getKind() == OpKind::Compress) {
-    const TensorType &kv = op.getOperand(0)->type;
-    int64_t ratio = op.attr<int64_t>("ratio");
-    int64_t window = op.attr<bool>("overlap") ? 2 * ratio : ratio;
-    out = TensorType(
-        DType::F32, {kv.dims[0], SymExpr(window - 1), kv.dims[2] * SymExpr(2)});
-    return true;
-  }
-  if (op.getKind() == OpKind::DeltaRule) {
-    const TensorType &k = op.getOperand(1)->type;
-    const TensorType &v = op.getOperand(2)->type;
-    out = TensorType(DType::F32, {v.dims[0], v.dims[2], k.dims[3], v.dims[3]});
-    return true;
-  }
-  return false;
+  return true;
 }
+bool compressStateType(const Op &op, TensorType &out) {
+  const TensorType &kv = op.getOperand(0)->type;
+  int64_t ratio = op.attr<int64_t>("ratio");
+  int64_t window = op.attr<bool>("overlap") ? 2 * ratio : ratio;
+  out = TensorType(DType::F32,
+                   {kv.dims[0], SymExpr(window - 1), kv.dims[2] * SymExpr(2)});
+  return true;
+}
+bool deltaRuleStateType(const Op &op, TensorType &out) {
+  const TensorType &k = op.getOperand(1)->type;
+  const TensorType &v = op.getOperand(2)->type;
+  out = TensorType(DType::F32, {v.dims[0], v.dims[2], k.dims[3], v.dims[3]});
+  return true;
+}
+} // namespace
 
 namespace {
 bool inferCompress(Op &op, DiagnosticEngine &d) {
@@ -301,7 +296,8 @@ void addRecurrentSchemas(SchemaList &out) {
       .infer(inferStateOp)
       .cost(stateOpCost)
       .costHandlesDensity()
-      .denseResults();
+      .denseResults()
+      .constantState(convStateType, /*float32=*/false);
   out.push_back(conv.take());
 
   SchemaBuilder delta(OpKind::DeltaRule, "gated delta-rule recurrence");
@@ -321,7 +317,8 @@ void addRecurrentSchemas(SchemaList &out) {
       .infer(inferStateOp)
       .cost(stateOpCost)
       .costHandlesDensity()
-      .denseResults();
+      .denseResults()
+      .constantState(deltaRuleStateType, /*float32=*/true);
   out.push_back(delta.take());
 
   SchemaBuilder comp(OpKind::Compress,
@@ -349,7 +346,8 @@ void addRecurrentSchemas(SchemaList &out) {
       .infer(inferCompress)
       .cost(compressCost)
       .costHandlesDensity()
-      .density(compressDensity);
+      .density(compressDensity)
+      .constantState(compressStateType, /*float32=*/true);
   out.push_back(comp.take());
 }
 

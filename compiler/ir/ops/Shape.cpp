@@ -2,8 +2,9 @@
 //
 // This file defines the shape manipulation ops (and expert_slice, which
 // selects one expert's row of a stacked weight). Element counts are
-// compared symbolically. They move no data in the profile (views, or
-// copies a runtime fuses away).
+// compared symbolically. Split parts and concatenated operands may be
+// empty (size 0 along the axis). They move no data in the profile (views,
+// or copies a runtime fuses away).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
@@ -81,8 +82,11 @@ bool inferSplit(Op &op, DiagnosticEngine &d) {
   const auto &sizes = op.attr<std::vector<int64_t>>("sizes");
   int64_t total = 0;
   for (int64_t s : sizes) {
-    if (s <= 0) {
-      reportOpError(d, op, "split sizes must be positive");
+    // A part may be empty (size 0): DeepSeek-V4's rope split when the
+    // indexer head is all rope dims.
+    if (s < 0) {
+      reportOpError(d, op,
+                    fmt::format("split sizes must not be negative, got {}", s));
       return false;
     }
     total += s;
@@ -194,7 +198,8 @@ void addShapeSchemas(SchemaList &out) {
                     .language()
                     .operand("x", "any tensor")
                     .attr("sizes", AttrType::IntList,
-                          "part sizes along the axis, adding up to its size")
+                          "part sizes along the axis (0: an empty part), "
+                          "adding up to its size")
                     .nonEmpty()
                     .attr("axis", AttrType::Int, int64_t(-1), "the split axis")
                     .variadicResults("parts", "sizes", "one per size")
