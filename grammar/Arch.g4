@@ -31,9 +31,14 @@ archDecl
 
 archMember
   : configBlock  # ConfigMember
+  | useDecl      # UseMember
   | defDecl      # DefMember
   | modelDecl    # ModelMember
   ;
+
+// `use llama as text`: another arch's config (bound to the same config.json)
+// and defs, reachable as `text.hidden_size`, `text.decoder(...)`.
+useDecl : USE arch=ID (AS alias=ID)? ';'? ;
 
 configBlock : CONFIG '{' entries+=configEntry* '}' ;
 
@@ -52,8 +57,11 @@ paramList : params+=param (',' params+=param)* ','? ;
 
 param : name=ID (':' typeRef)? ('=' value=expr)? ;
 
+// `model (...)` is the arch's main graph; `model NAME (...)` one graph of a
+// several-graph package (a vision-language model's vision_encoder,
+// embedding and decoder).
 modelDecl
-  : MODEL '(' inputList? ')' '->' '(' outputs+=ID (',' outputs+=ID)* ')'
+  : MODEL name=ID? '(' inputList? ')' '->' '(' outputs+=ID (',' outputs+=ID)* ')'
     body=block
   ;
 
@@ -129,6 +137,8 @@ MATCHES : 'matches' ;
 EXTENDS : 'extends' ;
 CONFIG  : 'config' ;
 ALIAS   : 'alias' ;
+USE     : 'use' ;
+AS      : 'as' ;
 LET     : 'let' ;
 CHECK   : 'check' ;
 DEF     : 'def' ;

@@ -225,7 +225,10 @@ namespace {
 class OpCoster : public ir::CostContext {
 public:
   OpCoster(const ProfilePoint &p, const Precision &bits)
-      : bits(bits), env{{"batch", p.batch}, {"seq", p.seq}, {"past", p.past}} {}
+      : bits(bits), env{{"batch", p.batch}, {"seq", p.seq}, {"past", p.past}} {
+    for (const auto &[name, value] : p.dims)
+      env[name] = value;
+  }
 
   double dim(const ir::SymExpr &d) const override {
     return static_cast<double>(d.evaluate(env).value_or(0));

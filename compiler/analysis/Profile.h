@@ -16,6 +16,7 @@
 #include "ir/IR.h"
 #include "ir/WeightQuant.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct ProfilePoint {
   int64_t batch = 1;
   int64_t seq = 1;  ///< new tokens per sequence
   int64_t past = 0; ///< tokens already in the cache
+  /// Other symbolic dims (a vision encoder's images, image_tokens).
+  std::map<std::string, int64_t> dims = {};
 };
 
 /// Storage precision of what ops move.

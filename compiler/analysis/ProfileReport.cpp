@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 namespace archc {
 
@@ -199,6 +200,82 @@ json phaseJson(const std::string &name, const ir::Module &m,
 
 } // namespace
 
+namespace {
+/// An int the arch recorded from its config (a `let`), or nullopt.
+std::optional<int64_t> infoInt(const ir::Module &m, const std::string &key) {
+  auto it = m.info.find(key);
+  if (it == m.info.end())
+    return std::nullopt;
+  if (auto *v = std::get_if<int64_t>(&it->second))
+    return *v;
+  return std::nullopt;
+}
+
+/// The vision figures: the encoder's parameters and cost per image (at the
+/// arch's image size), and per point the TTFT of a prompt of `seq` text
+/// tokens with `images` images = the encoder for those images + the prefill
+/// of seq + images x tokens-per-image tokens.
+bool visionJson(const ir::Module &v, const ir::Module &text,
+                const ModelFacts &textFacts, const ProfileRequest &req,
+                const std::vector<int64_t> &seqs,
+                const std::vector<const Device *> &devices,
+                const RuntimeSettings &rt, const Precision &bits,
+                const SourceMgr &sm, DiagnosticEngine &diags, json &out) {
+  std::optional<int64_t> tokens = infoInt(v, "image_tokens_per_image");
+  std::optional<int64_t> size = infoInt(v, "vision_image_size");
+  if (!size)
+    size = infoInt(v, "profile_image_size");
+  if (!tokens || !size) {
+    diags.error(SourceRange(),
+                "the vision encoder of '{}' declares no image_tokens_per_image "
+                "and image size (config lets vision_image_size or "
+                "profile_image_size) for the profile",
+                v.name);
+    return false;
+  }
+  ModelFacts vf = computeModelFacts(v);
+  auto point = [&](int64_t images) {
+    ProfilePoint p;
+    p.batch = 1;
+    p.seq = 1;
+    p.dims = {{"images", images},
+              {"max_images", images},
+              {"image_tokens", images * *tokens}};
+    return p;
+  };
+  json vis{{"graph", "vision_encoder"},          {"params", vf.params},
+           {"weight_tensors", vf.weightTensors}, {"image_size", *size},
+           {"image_tokens_per_image", *tokens},  {"images", req.images}};
+  vis["per_image"] =
+      phaseJson("vision", v, vf, point(1), devices, rt, bits, false, sm);
+  json with = json::array();
+  for (int64_t b : req.batches)
+    for (int64_t s : seqs) {
+      int64_t n = req.images * b;
+      json pt{{"batch", b},
+              {"seq", s},
+              {"images", req.images},
+              {"prompt_tokens", s + req.images * *tokens}};
+      json enc =
+          phaseJson("vision", v, vf, point(n), devices, rt, bits, false, sm);
+      json pre = phaseJson("prefill", text, textFacts,
+                           ProfilePoint{b, s + req.images * *tokens, 0, {}},
+                           devices, rt, bits, false, sm);
+      json ttft = json::object();
+      for (const Device *d : devices)
+        ttft[d->id] = enc["devices"][d->id]["time_s"].get<double>() +
+                      pre["devices"][d->id]["time_s"].get<double>();
+      pt["vision"] = enc;
+      pt["prefill"] = pre;
+      pt["ttft_s"] = ttft;
+      with.push_back(pt);
+    }
+  vis["with_images"] = with;
+  out["vision"] = vis;
+  return true;
+}
+} // namespace
+
 bool computeProfile(const ir::Module &m, const ProfileRequest &req,
                     SourceMgr &sm, DiagnosticEngine &diags, json &out) {
   std::string dir = runtimeProfileDir(req.profileDir);
@@ -351,6 +428,9 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
       points.push_back(pt);
     }
   out["points"] = points;
+  if (req.vision && !visionJson(*req.vision, m, facts, req, seqs, devices, rt,
+                                bits, sm, diags, out))
+    return false;
   return true;
 }
 
@@ -463,6 +543,61 @@ void renderText(const json &p, bool perOp, std::ostream &os, bool markdown) {
   facts.rows.push_back({"layers", withCommas(m["layers"].get<double>())});
   facts.print(os, markdown);
   os << "\n";
+  if (p.contains("vision")) {
+    const json &v = p["vision"];
+    const json &img = v["per_image"];
+    Table vt;
+    vt.rows.push_back({"vision encoder", "value"});
+    vt.rows.push_back({"parameters", withCommas(v["params"].get<double>())});
+    vt.rows.push_back(
+        {"image size",
+         fmt::format("{0} x {0}", v["image_size"].get<int64_t>())});
+    vt.rows.push_back({"image tokens / image",
+                       withCommas(v["image_tokens_per_image"].get<double>())});
+    vt.rows.push_back(
+        {"MACs / image", si(img["cost"]["macs"].get<double>(), "")});
+    vt.rows.push_back(
+        {"FLOPs / image", si(img["cost"]["flops"].get<double>(), "")});
+    vt.rows.push_back(
+        {"bytes / image", si(img["cost"]["bytes"].get<double>(), "B")});
+    for (const json &d : p["devices"]) {
+      std::string id = d["id"].get<std::string>();
+      vt.rows.push_back({id + " time / image",
+                         seconds(img["devices"][id]["time_s"].get<double>())});
+    }
+    vt.print(os, markdown);
+    os << "\n";
+    Table tt;
+    std::vector<std::string> head = {"batch", "text tokens", "images",
+                                     "prompt tokens"};
+    for (const json &d : p["devices"]) {
+      std::string id = d["id"].get<std::string>();
+      head.push_back(id + " vision");
+      head.push_back(id + " prefill");
+      head.push_back(id + " TTFT");
+    }
+    tt.rows.push_back(head);
+    for (const json &pt : v["with_images"]) {
+      std::vector<std::string> r = {
+          std::to_string(pt["batch"].get<int64_t>()),
+          std::to_string(pt["seq"].get<int64_t>()),
+          std::to_string(pt["images"].get<int64_t>()),
+          std::to_string(pt["prompt_tokens"].get<int64_t>())};
+      for (const json &d : p["devices"]) {
+        std::string id = d["id"].get<std::string>();
+        r.push_back(
+            seconds(pt["vision"]["devices"][id]["time_s"].get<double>()));
+        r.push_back(
+            seconds(pt["prefill"]["devices"][id]["time_s"].get<double>()));
+        r.push_back(seconds(pt["ttft_s"][id].get<double>()));
+      }
+      tt.rows.push_back(r);
+    }
+    h("TTFT of a prompt with images (vision encoder + prefill of text and "
+      "image tokens, per sequence's images)");
+    tt.print(os, markdown);
+    os << "\n";
+  }
 
   const json &devices = p["devices"];
   Table t;
@@ -571,10 +706,23 @@ void renderCsv(const json &p, std::ostream &os) {
         "weight_bytes,activation_bytes,kv_read_bytes,kv_write_bytes,bytes,"
         "kv_bytes,activated_params_expected,device,time_s,compute_s,memory_s,"
         "comm_s,bound,tokens_per_s,memory_needed_bytes,fits\n";
-  for (const json &pt : p["points"]) {
-    std::vector<const json *> phases = {&pt["prefill"]};
-    for (const json &d : pt["decode"])
-      phases.push_back(&d);
+  std::vector<const json *> points;
+  for (const json &pt : p["points"])
+    points.push_back(&pt);
+  // A vision-language model's encoder and image prompts: phases "vision"
+  // (the images of the batch) and "prefill" (text + image tokens).
+  if (p.contains("vision"))
+    for (const json &pt : p["vision"]["with_images"])
+      points.push_back(&pt);
+  for (const json *ptp : points) {
+    const json &pt = *ptp;
+    std::vector<const json *> phases = {
+        &(pt.contains("vision") ? pt["vision"] : pt["prefill"])};
+    if (pt.contains("vision"))
+      phases.push_back(&pt["prefill"]);
+    if (pt.contains("decode"))
+      for (const json &d : pt["decode"])
+        phases.push_back(&d);
     for (const json *ph : phases) {
       const json &c = (*ph)["cost"];
       std::string base = fmt::format(

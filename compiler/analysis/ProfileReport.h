@@ -30,6 +30,10 @@ struct ProfileRequest {
   std::string format = "table"; ///< table | json | csv | md
   bool perOp = false;
   std::string profileDir;
+  /// A vision-language model's vision encoder graph: its parameters, cost
+  /// per image and the TTFT of prompts with `images` images.
+  const ir::Module *vision = nullptr;
+  int64_t images = 1;
   /// --quant: weights counted as the ONNX writer stores them.
   ir::QuantOptions quant;
   /// -emit=profile --weights: bytes each weight declaration occupies in the

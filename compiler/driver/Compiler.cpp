@@ -38,6 +38,19 @@ std::vector<std::string> defaultPipeline(const Options &opts) {
   return {};
 }
 
+static bool runPipeline(const Options &opts, Compilation &c, ir::Module &m,
+                        const std::vector<std::string> &pipeline,
+                        std::ostream &irOut);
+
+bool hasDecodeState(const ir::Module &m) {
+  bool found = false;
+  ir::walk(m.graph.body, [&](const ir::Op &op) {
+    found |= op.getKind() == ir::OpKind::Cache ||
+             op.getFamily() == ir::OpFamily::Recurrent;
+  });
+  return found;
+}
+
 static ir::DType chooseDType(const Options &opts, const JsonSource &cfg) {
   if (!opts.dtype.empty())
     return ir::parseDType(opts.dtype);
@@ -140,29 +153,59 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
         .notes.push_back({c.arch->nameRange, "arch declared here"});
   }
 
-  c.module = std::make_unique<ir::Module>();
-  ir::Module &m = *c.module;
-  m.name = c.arch->name;
-  m.sourceFile = std::filesystem::path(input).filename().string();
-  m.configFile = std::filesystem::path(opts.config).filename().string();
-  m.activationDType = chooseDType(opts, *c.config);
-
-  Evaluator eval(c.program, diags, m);
-  std::shared_ptr<Env> cfgEnv = bindConfig(*c.arch, *c.config, eval, diags);
-  if (!cfgEnv)
-    return false;
-  for (auto &[name, value] : cfgEnv->locals()) {
-    ir::Attr a;
-    if (Evaluator::toAttr(value, a))
-      m.info[name] = a;
+  // The main graph, then each named graph of a package, each its own module
+  // with its own pass pipeline.
+  std::vector<const ast::ModelDecl *> models = {c.arch->effectiveModel};
+  models.insert(models.end(), c.arch->allGraphs.begin(),
+                c.arch->allGraphs.end());
+  for (const ast::ModelDecl *model : models) {
+    auto mod = std::make_unique<ir::Module>();
+    ir::Module &m = *mod;
+    m.name = c.arch->name;
+    m.sourceFile = std::filesystem::path(input).filename().string();
+    m.configFile = std::filesystem::path(opts.config).filename().string();
+    m.activationDType = chooseDType(opts, *c.config);
+    Evaluator eval(c.program, diags, m);
+    std::shared_ptr<Env> cfgEnv =
+        bindConfig(*c.arch, *c.config, eval, diags, c.program);
+    if (!cfgEnv)
+      return false;
+    for (auto &[name, value] : cfgEnv->locals()) {
+      ir::Attr a;
+      if (Evaluator::toAttr(value, a))
+        m.info[name] = a;
+    }
+    if (!eval.buildModel(*c.arch, cfgEnv, model))
+      return false;
+    if (!ir::verifyModule(m, diags))
+      return false;
+    std::vector<std::string> pipeline =
+        opts.passes ? *opts.passes : defaultPipeline(opts);
+    // A named graph without decode-time state (a vision encoder, an
+    // embedding) gets no state I/O and no padding mask.
+    if (!opts.passes && !model->name.empty() && !hasDecodeState(m))
+      std::erase_if(pipeline, [](const std::string &p) {
+        return p == "kv-cache" || p == "attention-mask";
+      });
+    // A package's graphs compute part of what the arch declares (a vision
+    // tower up to its feature layer): what they do not use is removed, the
+    // weights stay declared.
+    if (!opts.passes && !model->name.empty() && !pipeline.empty())
+      pipeline.insert(pipeline.begin(), "dead-code");
+    if (!runPipeline(opts, c, m, pipeline, irOut))
+      return false;
+    if (model->name.empty())
+      c.module = std::move(mod);
+    else
+      c.graphs.push_back({model->name, std::move(mod)});
   }
-  if (!eval.buildModel(*c.arch, cfgEnv))
-    return false;
-  if (!ir::verifyModule(m, diags))
-    return false;
+  return true;
+}
 
-  std::vector<std::string> pipeline =
-      opts.passes ? *opts.passes : defaultPipeline(opts);
+static bool runPipeline(const Options &opts, Compilation &c, ir::Module &m,
+                        const std::vector<std::string> &pipeline,
+                        std::ostream &irOut) {
+  DiagnosticEngine &diags = *c.diags;
   PassManager pm;
   pm.setVerifyEach(opts.verifyEach);
   if (!opts.printIRAfter.empty())

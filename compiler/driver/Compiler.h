@@ -19,6 +19,13 @@
 
 namespace archc {
 
+/// One named graph of a several-graph package (`model vision_encoder(...)`
+/// of a vision-language arch), compiled into its own module.
+struct NamedGraph {
+  std::string name;
+  std::unique_ptr<ir::Module> module;
+};
+
 /// Everything a compilation produced (kept alive together: the IR points
 /// into the AST for locations, and diagnostics into the SourceMgr).
 struct Compilation {
@@ -26,7 +33,11 @@ struct Compilation {
   std::unique_ptr<DiagnosticEngine> diags;
   Program program;
   std::unique_ptr<JsonSource> config;
+  /// The arch's main graph (`model (...)`; a vision-language model's text
+  /// model).
   std::unique_ptr<ir::Module> module;
+  /// Its named graphs, in declaration order (empty for one-graph archs).
+  std::vector<NamedGraph> graphs;
   const ast::ArchDecl *arch = nullptr;
 
   Compilation() : diags(std::make_unique<DiagnosticEngine>(sourceMgr)) {}
@@ -34,6 +45,11 @@ struct Compilation {
 
 /// Which passes the emit target needs, unless --passes overrides.
 std::vector<std::string> defaultPipeline(const Options &opts);
+
+/// Whether a graph keeps decode-time state (a cache, conv or recurrent
+/// state): only such graphs get the kv-cache / attention-mask passes of the
+/// default pipeline.
+bool hasDecodeState(const ir::Module &m);
 
 /// Runs the front half. Returns false after reporting errors. `irOut`
 /// receives --print-ir-after output.

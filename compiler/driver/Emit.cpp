@@ -9,10 +9,13 @@
 #include "analysis/ProfilePlot.h"
 #include "analysis/ProfileReport.h"
 #include "driver/OnnxLoader.h"
+#include "driver/Package.h"
 #include "driver/QuantConfig.h"
 #include "ir/Printer.h"
 #include "support/OutputSet.h"
 #include "support/Progress.h"
+
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <unistd.h>
@@ -51,10 +54,20 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     po.printLocations = opts.printLoc;
     po.sourceMgr = &c.sourceMgr;
     ir::printModule(*c.module, text, po);
+    // A package's graphs follow the main one.
+    for (const NamedGraph &g : c.graphs) {
+      text << "\n// graph " << g.name << "\n";
+      ir::printModule(*g.module, text, po);
+    }
     break;
   }
   case EmitTarget::Weights: {
-    ir::printWeightList(*c.module, text);
+    // Every checkpoint tensor of the arch: those of the main graph and of a
+    // package's graphs (vision tower, projector), once each.
+    if (c.graphs.empty())
+      ir::printWeightList(*c.module, text);
+    else
+      ir::printWeightList(*packageWeights(c), text);
     // The list is the dequantised layout the model binds; a quantized
     // release stores (some of) these tensors in its own format.
     const nlohmann::json &root = c.config->root();
@@ -83,6 +96,11 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     req.format = opts.format;
     req.perOp = opts.perOp;
     req.profileDir = opts.profileDir;
+    // A vision-language package: its vision encoder too.
+    for (const NamedGraph &g : c.graphs)
+      if (g.name == "vision_encoder")
+        req.vision = g.module.get();
+    req.images = opts.images;
     req.quant = quantOptions(opts);
     if (!opts.weights.empty() && !req.quant.enabled()) {
       // The bytes a (quantized) checkpoint really stores.
@@ -127,9 +145,25 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
                                  "model.onnx, or -o OUT/ for a model folder");
       return false;
     }
+    // A package (named graphs) is a folder of graphs; a single model file
+    // of a package arch is its main graph (a vision-language model's text
+    // model).
+    bool package = !c.graphs.empty() && (folder || o.text);
+    if (!package && !c.graphs.empty() && !o.text)
+      diags.report(Severity::Note, SourceRange(),
+                   fmt::format("'{}' is the text model (the arch's main "
+                               "graph); -o DIR/ writes the {}-graph package",
+                               opts.output, c.graphs.size()));
+    if (!package && !c.graphs.empty()) {
+      std::unique_ptr<ir::Module> all = packageWeights(c);
+      for (const ir::WeightDecl &w : all->weights)
+        o.declaredElsewhere.insert(w.pattern);
+    }
     if (!o.text)
-      return runOnnxBackend(*c.module, o, diags, out);
-    if (!runOnnxBackend(*c.module, o, diags, text))
+      return package ? runOnnxPackageBackend(c, o, diags, out)
+                     : runOnnxBackend(*c.module, o, diags, out);
+    if (!(package ? runOnnxPackageBackend(c, o, diags, text)
+                  : runOnnxBackend(*c.module, o, diags, text)))
       return false;
     break;
   }

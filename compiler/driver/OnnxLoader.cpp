@@ -32,22 +32,26 @@ std::string modulePath() {
 }
 } // namespace
 
-bool runOnnxBackend(const ir::Module &m, const OnnxEmitOptions &opts,
-                    DiagnosticEngine &diags, std::ostream &out) {
+void *onnxBackendSymbol(const char *symbol, DiagnosticEngine &diags) {
   std::string path = modulePath();
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     diags.error(SourceRange(), "cannot load the ONNX back end '{}': {}", path,
                 dlerror());
-    return false;
-  }
-  auto fn = reinterpret_cast<EntryFn>(dlsym(handle, "archc_emit_onnx"));
-  if (!fn) {
-    diags.error(SourceRange(), "'{}' is not archc's ONNX back end", path);
-    return false;
+    return nullptr;
   }
   // The module stays loaded until exit (its objects may be in use).
-  return fn(&m, &opts, &diags, &out);
+  void *fn = dlsym(handle, symbol);
+  if (!fn)
+    diags.error(SourceRange(), "'{}' is not archc's ONNX back end", path);
+  return fn;
+}
+
+bool runOnnxBackend(const ir::Module &m, const OnnxEmitOptions &opts,
+                    DiagnosticEngine &diags, std::ostream &out) {
+  auto fn =
+      reinterpret_cast<EntryFn>(onnxBackendSymbol("archc_emit_onnx", diags));
+  return fn && fn(&m, &opts, &diags, &out);
 }
 
 } // namespace archc

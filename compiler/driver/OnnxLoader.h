@@ -11,6 +11,10 @@
 
 namespace archc {
 
+/// The address of `symbol` in the back-end module (loaded on first use);
+/// null after reporting why.
+void *onnxBackendSymbol(const char *symbol, DiagnosticEngine &diags);
+
 /// Emits ONNX through the back-end module. Reports and returns false when
 /// the module cannot be loaded or the emission fails.
 bool runOnnxBackend(const ir::Module &m, const OnnxEmitOptions &opts,

@@ -61,6 +61,8 @@ Pipeline and debugging:
 
 Profile (-emit=profile):
   --batch=<n[,n]>      batch size(s) (default 1)
+  --images=<n>         images per prompt for a vision-language model's TTFT
+                       (vision encoder + prefill; default 1)
   --seq=<n[,n...]>     prompt length(s) for prefill (default 2048)
   --past=<n[,n...]>    tokens already cached for decode (default = seq)
   --context=<n>        same as --past
@@ -296,6 +298,14 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
     } else if (name == "--batch") {
       if (!need() || !parseInts(name, value, o.batch, 1))
         return false;
+    } else if (name == "--images") {
+      std::vector<int64_t> v;
+      if (!need() || !parseInts(name, value, v, 0) || v.size() != 1) {
+        if (v.size() > 1)
+          fmt::print(stderr, "archc: error: --images takes one count\n");
+        return false;
+      }
+      o.images = v[0];
     } else if (name == "--seq") {
       if (!need() || !parseInts(name, value, o.seq, 1))
         return false;

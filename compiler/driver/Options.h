@@ -41,6 +41,8 @@ struct Options {
   std::vector<int64_t> batch = {1};
   std::vector<int64_t> seq = {};
   std::vector<int64_t> past = {};
+  /// Images per prompt of a vision-language model's TTFT (vision + prefill).
+  int64_t images = 1;
   std::vector<std::string> devices;
   std::string runtime;
   std::string format = "table";

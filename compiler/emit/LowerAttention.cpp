@@ -23,6 +23,7 @@
 
 #include "emit/AlibiSlopes.h"
 #include "emit/RopeTables.h"
+#include "ir/OpRules.h"
 
 #include <cfloat>
 #include <climits>
@@ -43,10 +44,14 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
   bool interleaved = op.attr<bool>("interleaved");
   const std::string &pos = in(op.getOperand(1));
 
+  bool multiAxis = op.getOperand(1)->type.rank() == 3; // M-RoPE
   std::string key = ir::attrStr(ir::Attr(std::vector<double>(
                         tables.invFreq.begin(), tables.invFreq.end()))) +
                     tables.type + std::to_string(tables.attentionFactor) +
-                    (interleaved ? "i" : "h") + pos;
+                    (interleaved ? "i" : "h") + pos +
+                    (multiAxis ? ir::attrStr(ir::Attr(ir::mropeSections(op))) +
+                                     (ir::mropeInterleaved(op) ? "I" : "C")
+                               : "");
   auto cached = ropeCache.find(key);
   std::string cosT, sinT;
   if (cached != ropeCache.end()) {
@@ -93,6 +98,8 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
     // freqs [batch, seq, half] = position * inv_freq
     std::string freqs =
         b.node("Mul", {b.node("Unsqueeze", {posF, b.i64({-1})}), invFreq});
+    if (multiAxis)
+      freqs = mropeFrequencies(op, freqs, half);
     std::string emb = interleaved ? freqs
                                   : b.node("Concat", {freqs, freqs},
                                            {OnnxAttr::integer("axis", -1)});
@@ -213,6 +220,10 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
   std::string lengthKey = std::to_string(causal) + "/" +
                           std::to_string(window) + "/" + std::to_string(chunk) +
                           "/" + padding;
+  if (attn.getKind() == OpKind::Attention)
+    for (const char *extra : {"key_mask", "segments", "bidirectional"})
+      if (const ir::Value *v = attn.operand(extra))
+        lengthKey += std::string("/") + extra + "=" + in(v);
   auto it = maskCache.find(lengthKey);
   if (it != maskCache.end())
     return it->second;
@@ -261,6 +272,7 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
     }
     allowed = allowed.empty() ? sameChunk : b.node("And", {allowed, sameChunk});
   }
+  allowed = bidirectionalRuns(attn, allowed, q, total);
   if (masked) {
     std::string pad = b.node(
         "Unsqueeze",
@@ -269,6 +281,7 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
          b.i64({1, 2, 3})}); // [B, 1, 1, 1, T]
     allowed = allowed.empty() ? pad : b.node("And", {allowed, pad});
   }
+  allowed = keyAndSegmentMasks(attn, allowed);
   if (allowed.empty())
     allowed = b.scalar(1, onnx::TensorProto_DataType_BOOL);
   maskCache[lengthKey] = allowed;

@@ -15,6 +15,7 @@
 #include "emit/ExternalData.h"
 #include "emit/ModelFolder.h"
 #include "emit/OnnxContribSchemas.h"
+#include "emit/OnnxFiles.h"
 #include "emit/OnnxLowering.h"
 #include "emit/Safetensors.h"
 #include "support/OutputSet.h"
@@ -45,7 +46,6 @@ void check_model(const ModelProto &model, CheckerContext &ctx);
 
 namespace archc {
 
-namespace {
 bool checkModel(const std::string &modelDir, onnx::ModelProto &model,
                 DiagnosticEngine &diags) {
   try {
@@ -125,7 +125,6 @@ void printText(const onnx::ModelProto &model, std::ostream &out) {
   out << "], producer_name: \"archc\">\n";
   out << printed << "\n";
 }
-} // namespace
 
 bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
               DiagnosticEngine &diags, std::ostream &textOut) {
@@ -173,7 +172,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
     contrib->set_domain(kContribDomain);
     contrib->set_version(kContribOpset);
   }
-  if (!plan.validate(diags, opts.weights))
+  if (!plan.validate(diags, opts.weights, /*reportUnused=*/true,
+                     &opts.declaredElsewhere))
     return false;
 
   if (opts.text) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 
 namespace archc {
@@ -43,6 +44,10 @@ struct OnnxEmitOptions {
   ir::CheckpointQuant checkpointQuant;
   /// config.json (for genai_config.json: token ids, context length, type).
   const nlohmann::json *config = nullptr;
+  /// Checkpoint tensors the arch's other graphs read (a vision-language
+  /// model's vision tower when its text model is emitted alone): not
+  /// reported as unused.
+  std::set<std::string> declaredElsewhere;
 };
 
 /// Emits the module. For text, prints to `out`.

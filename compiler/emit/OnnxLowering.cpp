@@ -20,10 +20,27 @@ std::string onnxDimName(const ir::SymExpr &e) {
       {"batch", "batch_size"},
       {"seq", "sequence_length"},
       {"past", "past_sequence_length"},
-      {"(past + seq)", "total_sequence_length"}};
+      {"(past + seq)", "total_sequence_length"},
+      {"images", "num_images"},
+      {"max_images", "max_num_images"},
+      {"image_tokens", "num_image_tokens"}};
   std::string s = e.str();
   auto it = names.find(s);
-  return it != names.end() ? it->second : s;
+  if (it != names.end())
+    return it->second;
+  // A vision-language package's multiples: k tokens per image are the
+  // image tokens (fixed-size towers' image_features), k patches per image
+  // token the flattened patches (Qwen-VL's pixel_values).
+  auto terms = e.getTerms();
+  if (terms.size() == 1 && terms.begin()->first.size() == 1 &&
+      terms.begin()->first[0].second == 1 && terms.begin()->second > 1) {
+    const std::string &sym = terms.begin()->first[0].first;
+    if (sym == "images")
+      return "num_image_tokens";
+    if (sym == "image_tokens")
+      return "num_patches";
+  }
+  return s;
 }
 
 OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
@@ -257,6 +274,8 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
     return lowerRoute(op);
   case ir::OpFamily::Experts:
     return lowerExperts(op);
+  case ir::OpFamily::Vision:
+    return lowerVision(op);
   default:
     return fail(op, "no lowering");
   }

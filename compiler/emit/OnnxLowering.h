@@ -127,6 +127,18 @@ private:
   bool lowerRoute(const ir::Op &op);
   bool lowerExperts(const ir::Op &op);
 
+  // LowerVision.cpp.
+  bool lowerVision(const ir::Op &op);
+  /// M-RoPE: freqs [axes, B, S, half] to [B, S, half], each frequency from
+  /// its position axis (the rope's mrope_section).
+  std::string mropeFrequencies(const ir::Op &rope, const std::string &freqs,
+                               int64_t half);
+  /// `allowed` Or the pairs of one bidirectional run of the call's tokens
+  /// (queries `q`, `total` keys); unchanged without the operand.
+  std::string bidirectionalRuns(const ir::Op &attn, const std::string &allowed,
+                                const std::string &q, const std::string &total);
+  /// `allowed` And the key_mask and segments operands ("" = all allowed).
+  std::string keyAndSegmentMasks(const ir::Op &attn, std::string allowed);
   // LowerQuantized.cpp: weights stored block-quantized (--quant).
   ir::QuantOptions quant;
   /// Quantized readers: matmuls of Linear weights (MatMulNBits) and, with

@@ -6,9 +6,17 @@
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxEmitter.h"
+#include "emit/VlmPackage.h"
 
 extern "C" __attribute__((visibility("default"))) bool
 archc_emit_onnx(const archc::ir::Module *m, const archc::OnnxEmitOptions *opts,
                 archc::DiagnosticEngine *diags, std::ostream *out) {
   return archc::emitOnnx(*m, *opts, *diags, *out);
+}
+
+extern "C" __attribute__((visibility("default"))) bool
+archc_emit_onnx_package(const archc::PackageGraph *graphs, size_t count,
+                        const archc::OnnxEmitOptions *opts,
+                        archc::DiagnosticEngine *diags, std::ostream *out) {
+  return archc::emitOnnxPackage({graphs, graphs + count}, *opts, *diags, *out);
 }

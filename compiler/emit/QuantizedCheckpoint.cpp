@@ -299,9 +299,15 @@ std::vector<std::string> CheckpointBinder::unused() {
   return out;
 }
 
-bool CheckpointBinder::report(DiagnosticEngine &diags,
-                              const std::string &path) {
+bool CheckpointBinder::report(DiagnosticEngine &diags, const std::string &path,
+                              bool reportUnused,
+                              const std::set<std::string> *declared) {
+  // unused() also finds the stray scale sidecars (errors), so it runs even
+  // when unused tensors are not reported.
   std::vector<std::string> unexpected = unused();
+  std::erase_if(unexpected, [&](const std::string &name) {
+    return !reportUnused || (declared && declared->count(name));
+  });
   auto list = [](const std::vector<std::string> &v) {
     std::string s;
     size_t shown = std::min<size_t>(v.size(), 20);

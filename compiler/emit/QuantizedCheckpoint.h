@@ -71,8 +71,15 @@ public:
 
   /// Reports what binding found: missing, mis-shaped, unconvertible and
   /// badly quantized tensors (errors) and unused checkpoint tensors (one
-  /// warning). Returns false if there was an error.
-  bool report(DiagnosticEngine &diags, const std::string &path);
+  /// warning; none without `reportUnused`, and none of the names in
+  /// `declared`: tensors another graph of a package reads). Returns false if
+  /// there was an error.
+  bool report(DiagnosticEngine &diags, const std::string &path,
+              bool reportUnused = true,
+              const std::set<std::string> *declared = nullptr);
+
+  /// The checkpoint tensors binding read (weights and scale sidecars).
+  const std::set<std::string> &consumedTensors() const { return consumed; }
 
   /// The values of a bound weight.
   std::unique_ptr<FloatSource> source(const StoredTensor &t) const;

@@ -78,6 +78,8 @@ bool computeRope(const ir::Op &op, int64_t headDim, RopeTables &out,
     if (const ir::Attr *t = entry(sc, "type"))
       if (auto *s = std::get_if<std::string>(t))
         type = *s;
+  if (type == "mrope") // older Qwen-VL configs: default frequencies
+    type = "default";
   out.type = type;
   size_t half = static_cast<size_t>(dim / 2);
   std::vector<double> inv(half);

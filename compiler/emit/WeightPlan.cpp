@@ -219,13 +219,18 @@ uint64_t WeightPlan::totalBytes() const {
   return n;
 }
 
-bool WeightPlan::validate(DiagnosticEngine &diags,
-                          const std::string &ckptPath) {
+bool WeightPlan::validate(DiagnosticEngine &diags, const std::string &ckptPath,
+                          bool reportUnused,
+                          const std::set<std::string> *declared) {
   if (source != WeightSource::Checkpoint || !binder)
     return true;
   for (const Entry &e : entries)
     binder->bind(e.name, e.shape, ir::isFloat(e.type.dtype), e.inOut);
-  return binder->report(diags, ckptPath);
+  return binder->report(diags, ckptPath, reportUnused, declared);
+}
+
+const std::set<std::string> *WeightPlan::consumedTensors() const {
+  return binder ? &binder->consumedTensors() : nullptr;
 }
 
 std::unique_ptr<FloatSource> WeightPlan::valuesOf(const Entry &e) const {

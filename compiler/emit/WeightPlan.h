@@ -86,7 +86,17 @@ public:
   /// mis-shaped, unconvertible and badly quantized tensors are errors;
   /// checkpoint tensors the model does not use are reported as a warning.
   /// No-op without a checkpoint.
-  bool validate(DiagnosticEngine &diags, const std::string &ckptPath);
+  /// Without `reportUnused`, checkpoint tensors the plan does not use are
+  /// not reported (a package reports them once, over all its graphs);
+  /// names in `declared` (tensors the arch's other graphs read) are not
+  /// reported either.
+  bool validate(DiagnosticEngine &diags, const std::string &ckptPath,
+                bool reportUnused = true,
+                const std::set<std::string> *declared = nullptr);
+
+  /// The checkpoint tensors binding read (weights and their scale
+  /// sidecars); null without a checkpoint.
+  const std::set<std::string> *consumedTensors() const;
 
   /// Adds the initializers to `graph` with their data in external data
   /// files, placed and written by `out` (which it finishes).

@@ -358,9 +358,23 @@ struct ModelInput {
 
 struct ModelDecl {
   SourceRange range;
+  /// Empty for the arch's main graph; the graph's name in a several-graph
+  /// package (`model vision_encoder(...)`).
+  std::string name;
+  SourceRange nameRange;
   std::vector<ModelInput> inputs;
   std::vector<Target> outputs;
   std::vector<StmtPtr> body;
+};
+
+/// `use ARCH as ALIAS`: another arch's config (bound to the same
+/// config.json) and defs, reachable through ALIAS (`text.decoder(...)`).
+struct UseDecl {
+  SourceRange range;
+  std::string arch;
+  SourceRange archRange;
+  std::string alias; ///< the arch's name when `as` is absent
+  SourceRange aliasRange;
 };
 
 struct ArchDecl {
@@ -373,18 +387,24 @@ struct ArchDecl {
   std::vector<std::string> matches; ///< HF `architectures` class names
   // The members as written in this arch.
   std::vector<ConfigEntry> config;
+  std::vector<UseDecl> uses;
   std::vector<std::unique_ptr<DefDecl>> defs;
   std::unique_ptr<ModelDecl> model;
+  /// The named graphs of a several-graph package, in declaration order.
+  std::vector<std::unique_ptr<ModelDecl>> graphs;
 
   // The effective members, set when the program resolves `extends`
   // (Program::load): the base's config entries with the fields and lets
   // this arch redeclares replaced in place, then this arch's new entries
   // (checks of both); the base's defs with this arch's overriding those of
-  // the same name; this arch's model, else the base's. Without a base they
+  // the same name; the base's uses and named graphs likewise (by alias, by
+  // graph name); this arch's model, else the base's. Without a base they
   // view the arch's own members. Later stages read only these.
   std::vector<const ConfigEntry *> allConfig;
+  std::vector<const UseDecl *> allUses;
   std::vector<const DefDecl *> allDefs;
   const ModelDecl *effectiveModel = nullptr;
+  std::vector<const ModelDecl *> allGraphs;
 };
 
 struct ImportDecl {

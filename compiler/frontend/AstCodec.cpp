@@ -61,8 +61,9 @@ namespace {
   X(ConfigEntry, 168)                                                          \
   X(DefDecl, 136)                                                              \
   X(ModelInput, 136)                                                           \
-  X(ModelDecl, 96)                                                             \
-  X(ArchDecl, 272)                                                             \
+  X(ModelDecl, 152)                                                            \
+  X(UseDecl, 136)                                                              \
+  X(ArchDecl, 368)                                                             \
   X(ImportDecl, 56)                                                            \
   X(File, 80)
 
@@ -381,6 +382,8 @@ private:
     if (!m)
       return;
     range(m->range);
+    str(m->name);
+    range(m->nameRange);
     count(m->inputs.size());
     for (const ModelInput &i : m->inputs) {
       range(i.range);
@@ -407,10 +410,21 @@ private:
     count(a.config.size());
     for (const ConfigEntry &c : a.config)
       config(c);
+    count(a.uses.size());
+    for (const UseDecl &u : a.uses) {
+      range(u.range);
+      str(u.arch);
+      range(u.archRange);
+      str(u.alias);
+      range(u.aliasRange);
+    }
     count(a.defs.size());
     for (const auto &d : a.defs)
       def(*d);
     model(a.model.get());
+    count(a.graphs.size());
+    for (const auto &g : a.graphs)
+      model(g.get());
   }
 };
 
@@ -817,6 +831,8 @@ private:
       return nullptr;
     auto m = std::make_unique<ModelDecl>();
     m->range = range();
+    m->name = str();
+    m->nameRange = range();
     size_t n = count();
     reserve(m->inputs, n);
     for (size_t i = 0; i < n && ok; ++i) {
@@ -852,10 +868,32 @@ private:
     for (size_t i = 0; i < n && ok; ++i)
       a->config.push_back(config());
     n = count();
+    reserve(a->uses, n);
+    for (size_t i = 0; i < n && ok; ++i) {
+      UseDecl u;
+      u.range = range();
+      u.arch = str();
+      u.archRange = range();
+      u.alias = str();
+      u.aliasRange = range();
+      a->uses.push_back(std::move(u));
+    }
+    n = count();
     reserve(a->defs, n);
     for (size_t i = 0; i < n && ok; ++i)
       a->defs.push_back(def());
     a->model = model();
+    n = count();
+    reserve(a->graphs, n);
+    for (size_t i = 0; i < n && ok; ++i) {
+      // Each named graph is present (the flag of an absent one is corrupt).
+      std::unique_ptr<ModelDecl> g = model();
+      if (!g || g->name.empty()) {
+        fail();
+        break;
+      }
+      a->graphs.push_back(std::move(g));
+    }
     return a;
   }
 };

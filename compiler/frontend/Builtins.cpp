@@ -98,6 +98,11 @@ const std::vector<BuiltinSignature> &functionTable() {
       {"int", {req("x", "any")}, false, "convert to int (truncates)"},
       {"float", {req("x", "any")}, false, "convert to float"},
       {"str", {req("x", "any")}, false, "convert to string"},
+      {"type_of",
+       {req("x", "any")},
+       false,
+       "the name of a value's type: \"int\", \"float\", \"bool\", "
+       "\"string\", \"list\", \"dict\", \"none\", \"tensor\", ..."},
       {"get",
        {req("d", "dict?"), req("key", "string"), opt("default", "any")},
        false,

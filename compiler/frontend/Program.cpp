@@ -159,6 +159,36 @@ bool Program::loadBases(const std::vector<std::string> &includeDirs,
 }
 
 namespace {
+/// Orders a package's graphs by data flow: each next graph is the first, in
+/// the given order, that reads (by input name) no output of a graph still to
+/// be placed (vision_encoder's image_features feed embedding, whose
+/// inputs_embeds feed decoder); in a cycle, the first left. So a child's new
+/// graphs take their place in the pipeline wherever the base declared its
+/// own.
+void orderByDataFlow(std::vector<const ast::ModelDecl *> &graphs) {
+  std::vector<const ast::ModelDecl *> left = graphs, ordered;
+  auto produces = [](const ast::ModelDecl *g, const std::string &name) {
+    for (const ast::Target &t : g->outputs)
+      if (t.name == name)
+        return true;
+    return false;
+  };
+  while (!left.empty()) {
+    auto ready = std::find_if(left.begin(), left.end(), [&](auto *g) {
+      for (const ast::ModelInput &in : g->inputs)
+        for (const ast::ModelDecl *other : left)
+          if (other != g && produces(other, in.name))
+            return false;
+      return true;
+    });
+    if (ready == left.end())
+      ready = left.begin(); // a cycle: declaration order
+    ordered.push_back(*ready);
+    left.erase(ready);
+  }
+  graphs = std::move(ordered);
+}
+
 /// Sets an arch's effective members from its own and (when it extends one)
 /// its resolved base's.
 void inherit(ast::ArchDecl &a, const ast::ArchDecl *base) {
@@ -201,6 +231,33 @@ void inherit(ast::ArchDecl &a, const ast::ArchDecl *base) {
   a.effectiveModel = a.model ? a.model.get()
                      : base  ? base->effectiveModel
                              : nullptr;
+  // Uses (by alias) and named graphs (by name): the base's, this arch's
+  // replacing those of the same name in place, then this arch's new ones.
+  a.allUses.clear();
+  a.allGraphs.clear();
+  if (base) {
+    for (const ast::UseDecl *u : base->allUses) {
+      auto own = std::find_if(
+          a.uses.begin(), a.uses.end(),
+          [&](const ast::UseDecl &o) { return o.alias == u->alias; });
+      a.allUses.push_back(own == a.uses.end() ? u : &*own);
+    }
+    for (const ast::ModelDecl *g : base->allGraphs) {
+      auto own = std::find_if(a.graphs.begin(), a.graphs.end(),
+                              [&](const std::unique_ptr<ast::ModelDecl> &o) {
+                                return o->name == g->name;
+                              });
+      a.allGraphs.push_back(own == a.graphs.end() ? g : own->get());
+    }
+  }
+  for (const ast::UseDecl &u : a.uses)
+    if (std::find(a.allUses.begin(), a.allUses.end(), &u) == a.allUses.end())
+      a.allUses.push_back(&u);
+  for (const auto &g : a.graphs)
+    if (std::find(a.allGraphs.begin(), a.allGraphs.end(), g.get()) ==
+        a.allGraphs.end())
+      a.allGraphs.push_back(g.get());
+  orderByDataFlow(a.allGraphs);
 }
 } // namespace
 
@@ -406,6 +463,14 @@ const ast::ArchDecl *Program::selectArch(const std::string &architecture,
                         architecture);
   for (const auto &a : main.archs)
     d.notes.push_back({a->nameRange, "candidate arch '" + a->name + "'"});
+  return nullptr;
+}
+
+const ast::ArchDecl *Program::findArch(const std::string &name) const {
+  for (const auto &f : files)
+    for (const auto &a : f->archs)
+      if (a->name == name)
+        return a.get();
   return nullptr;
 }
 

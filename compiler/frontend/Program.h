@@ -50,6 +50,10 @@ public:
   const ast::ArchDecl *selectArch(const std::string &architecture,
                                   DiagnosticEngine &diags) const;
 
+  /// The arch called `name` in any loaded file (`use NAME`); null when no
+  /// file declares it.
+  const ast::ArchDecl *findArch(const std::string &name) const;
+
   const ast::File &getMainFile() const { return *files.front(); }
   const std::vector<std::unique_ptr<ast::File>> &getFiles() const {
     return files;

@@ -10,6 +10,7 @@
 
 #include "frontend/Builtins.h"
 
+#include <algorithm>
 #include <set>
 
 namespace archc {
@@ -40,7 +41,12 @@ findPlaceholders(const std::string &text) {
 
 namespace {
 
-const std::set<std::string> kDims = {"batch", "seq"};
+// Symbolic dims of graph inputs: the batch and new tokens of a decoder
+// call, and the images, image slots per row (padded [batch, max_images, ...]
+// inputs) and image tokens (rows of image_features) of a vision-language
+// package.
+const std::set<std::string> kDims = {"batch", "seq", "images", "max_images",
+                                     "image_tokens"};
 
 struct Scope {
   std::set<std::string> names;
@@ -73,6 +79,43 @@ public:
         diags.error(e.nameRange, "duplicate config field '{}'", e.name)
             .notes.push_back({it->second, "previous declaration is here"});
     }
+    // The effective uses (inherited ones included); an alias may not
+    // shadow a config field or let.
+    std::map<std::string, SourceRange> names;
+    for (const ast::ConfigEntry *e : arch.allConfig)
+      if (e->kind != ast::ConfigEntry::Kind::Check)
+        names.emplace(e->name, e->nameRange);
+    for (const ast::UseDecl *use : arch.allUses) {
+      const ast::UseDecl &u = *use;
+      const ast::ArchDecl *used = program.findArch(u.arch);
+      if (!used) {
+        auto &d =
+            diags.error(u.archRange, "no arch named '{}' is loaded", u.arch);
+        std::vector<std::string> known;
+        for (const auto &f : program.getFiles())
+          for (const auto &a : f->archs)
+            known.push_back(a->name);
+        if (auto sug = suggestName(u.arch, known))
+          d.notes.push_back({u.archRange, "did you mean '" + *sug + "'?"});
+        else
+          d.notes.push_back({u.archRange, "import the file that declares it"});
+        continue;
+      }
+      if (used == &arch) {
+        diags.error(u.archRange, "arch '{}' cannot use itself", u.arch);
+        continue;
+      }
+      auto [it, inserted] = names.emplace(u.alias, u.aliasRange);
+      if (!inserted) {
+        diags
+            .error(u.aliasRange, "'{}' is already declared in this arch",
+                   u.alias)
+            .notes.push_back({it->second, "previous declaration is here"});
+        continue;
+      }
+      archScope.names.insert(u.alias);
+      uses[u.alias] = used;
+    }
     std::map<std::string, const ast::DefDecl *> ownDefs;
     for (const auto &def : arch.defs) {
       auto [it, inserted] = ownDefs.emplace(def->name, def.get());
@@ -104,15 +147,27 @@ public:
       return;
     }
     checkModel(*arch.effectiveModel);
+    for (const ast::ModelDecl *g : arch.allGraphs)
+      checkModel(*g);
   }
 
-  void checkTopLevel() {
+  /// The archs this one uses, by alias.
+  const std::map<std::string, const ast::ArchDecl *> &getUses() const {
+    return uses;
+  }
+
+  /// The global names (top-level defs, built-ins, dims).
+  void initGlobals() {
     for (auto &[name, def] : program.getDefs())
       globalScope.names.insert(name);
     for (const std::string &n : functionBuiltinNames())
       globalScope.names.insert(n);
     globalScope.names.insert(kDims.begin(), kDims.end());
     globalScope.names.insert("op");
+  }
+
+  void checkTopLevel() {
+    initGlobals();
     for (const auto &file : program.getFiles())
       for (const auto &def : file->defs)
         checkDef(*def, globalScope);
@@ -124,6 +179,7 @@ private:
   Scope globalScope;
   Scope archScope;
   std::map<std::string, const ast::DefDecl *> localDefs;
+  std::map<std::string, const ast::ArchDecl *> uses;
   unsigned loopDepth = 0;
   bool inModel = false;
 
@@ -204,11 +260,12 @@ private:
       if (!inputNames.insert(in.name).second)
         diags.error(in.range, "duplicate model input '{}'", in.name);
       static const std::set<std::string> dtypes = {
-          "f32", "f16", "bf16", "i64", "i32", "i8", "u8", "bool"};
+          "f32", "f16", "bf16", "i64", "i32", "i8", "u8", "bool", "float"};
       if (!dtypes.count(in.dtype))
         diags.error(in.dtypeRange,
                     "unknown element type '{}' (expected one of f32, f16, "
-                    "bf16, i64, i32, i8, u8, bool)",
+                    "bf16, i64, i32, i8, u8, bool, or float: the model's "
+                    "activation dtype)",
                     in.dtype);
       for (const auto &d : in.dims)
         checkExpr(*d, archScope);
@@ -326,6 +383,59 @@ private:
     return g == program.getDefs().end() ? nullptr : g->second;
   }
 
+  /// The arch a name refers to when it is a `use` alias not shadowed by a
+  /// local name; null otherwise.
+  const ast::ArchDecl *usedArch(const ast::Expr &base,
+                                const Scope &scope) const {
+    auto *n = dyn_cast<ast::NameExpr>(&base);
+    if (!n)
+      return nullptr;
+    auto it = uses.find(n->name);
+    if (it == uses.end())
+      return nullptr;
+    for (const Scope *s = &scope; s && s != &archScope; s = s->parent)
+      if (s->names.count(n->name))
+        return nullptr;
+    return it->second;
+  }
+
+  /// `text.name` on a `use` alias must name a config field, let or def of
+  /// the used arch.
+  void checkUsedMember(const ast::MemberExpr &m, const Scope &scope) {
+    const ast::ArchDecl *used = usedArch(*m.base, scope);
+    if (!used)
+      return;
+    std::vector<std::string> names;
+    for (const ast::ConfigEntry *e : used->allConfig)
+      if (e->kind != ast::ConfigEntry::Kind::Check)
+        names.push_back(e->name);
+    for (const ast::DefDecl *def : used->allDefs)
+      names.push_back(def->name);
+    for (const ast::UseDecl *u : used->allUses)
+      names.push_back(u->alias);
+    if (std::find(names.begin(), names.end(), m.member) != names.end())
+      return;
+    auto &d =
+        diags.error(m.memberRange, "arch '{}' has no config field or def '{}'",
+                    used->name, m.member);
+    if (auto sug = suggestName(m.member, names))
+      d.notes.push_back({m.memberRange, "did you mean '" + *sug + "'?"});
+    d.notes.push_back(
+        {used->nameRange, "arch '" + used->name + "' declared here"});
+  }
+
+  /// The def `text.name` calls on a `use` alias, for argument checks.
+  const ast::DefDecl *usedDef(const ast::MemberExpr &m,
+                              const Scope &scope) const {
+    const ast::ArchDecl *used = usedArch(*m.base, scope);
+    if (!used)
+      return nullptr;
+    for (const ast::DefDecl *def : used->allDefs)
+      if (def->name == m.member)
+        return def;
+    return nullptr;
+  }
+
   void unknownName(const std::string &name, SourceRange r, const Scope &scope) {
     auto &d = diags.error(r, "use of undeclared name '{}'", name);
     std::vector<std::string> cands;
@@ -414,6 +524,12 @@ private:
         return;
       }
       checkExpr(*callee, scope);
+      if (const ast::DefDecl *def = usedDef(*m, scope))
+        checkArgs(
+            call, def->name, def->params,
+            [](const ast::Param &p) { return p.name; },
+            [](const ast::Param &p) { return !p.defaultValue; },
+            def->nameRange);
       return;
     }
     if (auto *n = dyn_cast<ast::NameExpr>(callee)) {
@@ -484,6 +600,7 @@ private:
         return;
       }
       checkExpr(*m->base, scope);
+      checkUsedMember(*m, scope);
       return;
     }
     case ast::Expr::Kind::Call:
@@ -551,8 +668,25 @@ bool runSema(const Program &program, const ast::ArchDecl *arch,
   unsigned before = diags.getNumErrors();
   SemaChecker checker(program, diags);
   checker.checkTopLevel();
-  if (arch)
+  if (arch) {
     checker.checkArch(*arch);
+    // The archs it uses (each once, whatever the chain of uses).
+    std::set<const ast::ArchDecl *> done = {arch};
+    std::vector<const ast::ArchDecl *> todo;
+    for (auto &[alias, used] : checker.getUses())
+      todo.push_back(used);
+    while (!todo.empty()) {
+      const ast::ArchDecl *a = todo.back();
+      todo.pop_back();
+      if (!done.insert(a).second)
+        continue;
+      SemaChecker inner(program, diags);
+      inner.initGlobals();
+      inner.checkArch(*a);
+      for (auto &[alias, used] : inner.getUses())
+        todo.push_back(used);
+    }
+  }
   return diags.getNumErrors() == before;
 }
 

@@ -52,6 +52,7 @@ enum class OpFamily {
   StateSpace,
   Route,
   Experts,
+  Vision,
   Control
 };
 

@@ -14,6 +14,8 @@
 //   StateSpace.cpp   selective_scan, ssd_scan (Mamba-1 / Mamba-2 scans,
 //                    constant-size float32 state)
 //   Moe.cpp          route, experts
+//   Vision.cpp       conv2d, equal, scatter_rows, nonzero_rows,
+//                    select_rows, patch grids and positions
 //   Structure.cpp    leaves and control ops
 // Errors point at the op's .arch location, with notes for the composite
 // calls it was inlined through.
@@ -52,6 +54,11 @@ bool broadcastShapes(const std::vector<SymExpr> &a,
 
 /// Normalises a possibly negative axis; false when out of range.
 bool normalizeAxis(int64_t axis, size_t rank, size_t &out);
+
+/// M-RoPE of a rope op: the scaling dict's `mrope_section` (frequencies
+/// per position axis; empty when absent) and `mrope_interleaved`.
+std::vector<int64_t> mropeSections(const Op &op);
+bool mropeInterleaved(const Op &op);
 
 /// Storage layout of a cache state for a value of the given rank:
 /// [b, s, h, d] is stored [b, h, s, d]; other ranks as they are.

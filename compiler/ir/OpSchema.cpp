@@ -62,6 +62,7 @@ std::vector<OpSchema> buildTable() {
   addRecurrentSchemas(defined);
   addStateSpaceSchemas(defined);
   addMoeSchemas(defined);
+  addVisionSchemas(defined);
   std::vector<OpSchema> table(kNumOpKinds);
   std::vector<bool> seen(kNumOpKinds, false);
   for (OpSchema &s : defined) {

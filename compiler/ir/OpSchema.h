@@ -295,6 +295,7 @@ void addAttentionSchemas(SchemaList &out);
 void addRecurrentSchemas(SchemaList &out);
 void addStateSpaceSchemas(SchemaList &out);
 void addMoeSchemas(SchemaList &out);
+void addVisionSchemas(SchemaList &out);
 void addStructureSchemas(SchemaList &out);
 
 } // namespace archc::ir

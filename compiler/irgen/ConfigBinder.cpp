@@ -142,9 +142,9 @@ const nlohmann::json *findPath(const nlohmann::json &obj,
 class Binder {
 public:
   Binder(const ast::ArchDecl &arch, const JsonSource &cfg, Evaluator &eval,
-         DiagnosticEngine &diags)
+         DiagnosticEngine &diags, std::shared_ptr<Env> parent = nullptr)
       : arch(arch), cfg(cfg), eval(eval), diags(diags),
-        env(std::make_shared<Env>()) {
+        env(std::make_shared<Env>(std::move(parent))) {
     for (const ast::ConfigEntry *e : arch.allConfig)
       if (e->kind != ast::ConfigEntry::Kind::Check)
         entries[e->name] = e;
@@ -313,6 +313,46 @@ std::shared_ptr<Env> bindConfig(const ast::ArchDecl &arch,
                                 DiagnosticEngine &diags) {
   Binder b(arch, config, eval, diags);
   return b.run();
+}
+
+namespace {
+std::shared_ptr<Env> bindWithUses(const ast::ArchDecl &arch,
+                                  const JsonSource &config, Evaluator &eval,
+                                  DiagnosticEngine &diags,
+                                  const Program &program, unsigned depth) {
+  std::shared_ptr<Env> uses;
+  if (!arch.allUses.empty()) {
+    if (depth > 16) {
+      diags.error(arch.allUses.front()->range,
+                  "'use' chain deeper than 16 archs (archs using each "
+                  "other?)");
+      return nullptr;
+    }
+    uses = std::make_shared<Env>();
+    for (const ast::UseDecl *use : arch.allUses) {
+      const ast::UseDecl &u = *use;
+      const ast::ArchDecl *used = program.findArch(u.arch);
+      if (!used) {
+        diags.error(u.archRange, "no arch named '{}' is loaded", u.arch);
+        return nullptr;
+      }
+      std::shared_ptr<Env> env =
+          bindWithUses(*used, config, eval, diags, program, depth + 1);
+      if (!env)
+        return nullptr;
+      uses->define(u.alias, Evaluator::archNamespace(*used, env));
+    }
+  }
+  Binder b(arch, config, eval, diags, uses);
+  return b.run();
+}
+} // namespace
+
+std::shared_ptr<Env> bindConfig(const ast::ArchDecl &arch,
+                                const JsonSource &config, Evaluator &eval,
+                                DiagnosticEngine &diags,
+                                const Program &program) {
+  return bindWithUses(arch, config, eval, diags, program, 0);
 }
 
 } // namespace archc

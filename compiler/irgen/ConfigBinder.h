@@ -12,6 +12,7 @@
 
 #include "config/JsonSource.h"
 #include "frontend/Ast.h"
+#include "frontend/Program.h"
 #include "irgen/EvalValue.h"
 
 namespace archc {
@@ -29,6 +30,15 @@ EvalValue jsonToValue(const nlohmann::json &j, SourceRange where,
 std::shared_ptr<Env> bindConfig(const ast::ArchDecl &arch,
                                 const JsonSource &config, Evaluator &eval,
                                 DiagnosticEngine &diags);
+
+/// Binds the config of `arch` and of every arch it uses (`use A as N`, found
+/// in `program`): each used arch's config is bound to the same config.json
+/// (its own fields, text_config first as always), and N becomes a namespace
+/// of its config values and defs that the arch's config block and code see.
+std::shared_ptr<Env> bindConfig(const ast::ArchDecl &arch,
+                                const JsonSource &config, Evaluator &eval,
+                                DiagnosticEngine &diags,
+                                const Program &program);
 
 } // namespace archc
 

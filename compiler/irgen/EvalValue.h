@@ -23,6 +23,14 @@ namespace archc {
 
 class Env;
 
+/// What the code of one arch sees besides its locals: the arch's defs and
+/// its bound config. An arch used by another (`use llama as text`) keeps its
+/// own, so its defs run as in their own arch.
+struct ArchScope {
+  std::map<std::string, const ast::DefDecl *> defs;
+  std::shared_ptr<Env> config;
+};
+
 /// A callable: a `def` or an `fn` literal with its captured environment.
 struct Callable {
   std::string name;
@@ -30,6 +38,9 @@ struct Callable {
   const std::vector<ast::StmtPtr> *body = nullptr;
   SourceRange range;
   std::shared_ptr<Env> closure; ///< environment the body sees
+  /// The arch whose defs the body calls by name (and whose config an arch
+  /// def without closure sees); null: the caller's.
+  std::shared_ptr<const ArchScope> arch;
 };
 
 class EvalValue {

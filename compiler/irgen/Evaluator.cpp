@@ -152,10 +152,12 @@ bool exprUses(const ast::Expr &e, const std::string &name) {
 /// impure.
 class PureCalls {
 public:
-  using DefLookup = std::function<const ast::DefDecl *(const std::string &)>;
-  /// `defs` finds a def by name; `archEnv` is what arch defs close over.
-  PureCalls(DefLookup defs, std::shared_ptr<Env> archEnv)
-      : defs(std::move(defs)), archEnv(std::move(archEnv)) {}
+  using GlobalDefs = std::map<std::string, const ast::DefDecl *>;
+  /// `globals` are the program's top-level defs; `arch` the defs and config
+  /// of the arch whose code runs (a def of another arch, reached through
+  /// `use`, resolves names in its own).
+  PureCalls(const GlobalDefs &globals, std::shared_ptr<const ArchScope> arch)
+      : globals(globals), arch(std::move(arch)) {}
 
   /// Whether calling `name`, looked up in `env`, is pure.
   bool callee(const std::string &name, const std::shared_ptr<Env> &env) {
@@ -164,11 +166,16 @@ public:
         if (v->getKind() != EvalValue::Kind::Function)
           return false;
         const Callable &fn = *v->getFunction();
-        return function(*fn.params, *fn.body,
-                        fn.closure ? fn.closure : archEnv);
+        std::shared_ptr<const ArchScope> saved = arch;
+        if (fn.arch)
+          arch = fn.arch;
+        bool pure = function(*fn.params, *fn.body,
+                             fn.closure ? fn.closure : arch->config);
+        arch = saved;
+        return pure;
       }
-    if (const ast::DefDecl *d = defs(name))
-      return function(d->params, d->body, archEnv);
+    if (const ast::DefDecl *d = def(name))
+      return function(d->params, d->body, arch->config);
     static const std::set<std::string> builtins = {
         "len",  "min", "max", "int", "float", "str", "get",
         "sqrt", "log", "exp", "pow", "floor", "ceil"};
@@ -176,9 +183,17 @@ public:
   }
 
 private:
-  DefLookup defs;
-  std::shared_ptr<Env> archEnv;
+  const GlobalDefs &globals;
+  std::shared_ptr<const ArchScope> arch;
   std::set<const void *> active; ///< bodies being checked
+
+  /// The def `name` resolves to: the arch's, then the program's.
+  const ast::DefDecl *def(const std::string &name) const {
+    if (auto it = arch->defs.find(name); it != arch->defs.end())
+      return it->second;
+    auto g = globals.find(name);
+    return g != globals.end() ? g->second : nullptr;
+  }
 
   /// A function body; `locals` are its parameters and assigned names.
   bool function(const std::vector<ast::Param> &params,
@@ -1048,14 +1063,9 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
   //   equal tuple makes the other layer skip it as well.
   // Tensor-valued keys (arithmetic with a tensor from outside the loop) are
   // not comparable across layers: such a layer is evaluated, not reused.
-  PureCalls pureCalls(
-      [this](const std::string &name) -> const ast::DefDecl * {
-        if (auto it = archDefs.find(name); it != archDefs.end())
-          return it->second;
-        auto g = program.getDefs().find(name);
-        return g != program.getDefs().end() ? g->second : nullptr;
-      },
-      archEnvForDefs);
+  // Names resolve in the arch whose code runs the loop (a used arch's own
+  // defs and config inside its defs).
+  PureCalls pureCalls(program.getDefs(), current);
   LayerKeyCollector keyExprs(s.var.name, s.body, pureCalls, env);
   struct Memo {
     std::vector<EvalValue> key;
@@ -1272,6 +1282,7 @@ EvalValue Evaluator::eval(const ast::Expr &e, const std::shared_ptr<Env> &env) {
     fn->body = &f->body;
     fn->range = f->getRange();
     fn->closure = env;
+    fn->arch = current;
     return EvalValue::function(fn);
   }
   }
@@ -1282,14 +1293,18 @@ EvalValue Evaluator::evalName(const ast::NameExpr &e,
                               const std::shared_ptr<Env> &env) {
   if (EvalValue *v = env->lookup(e.name))
     return *v;
-  if (e.name == "batch" || e.name == "seq")
+  if (e.name == "batch" || e.name == "seq" || e.name == "images" ||
+      e.name == "max_images" || e.name == "image_tokens")
     return EvalValue::dim(ir::SymExpr::symbol(e.name));
   const ast::DefDecl *def = nullptr;
-  if (auto it = archDefs.find(e.name); it != archDefs.end())
+  bool archDef = false;
+  if (auto it = current->defs.find(e.name); it != current->defs.end()) {
     def = it->second;
-  else if (auto g = program.getDefs().find(e.name);
-           g != program.getDefs().end())
+    archDef = true;
+  } else if (auto g = program.getDefs().find(e.name);
+             g != program.getDefs().end()) {
     def = g->second;
+  }
   if (def) {
     auto fn = std::make_shared<Callable>();
     fn->name = def->name;
@@ -1297,7 +1312,9 @@ EvalValue Evaluator::evalName(const ast::NameExpr &e,
     fn->body = &def->body;
     fn->range = def->nameRange;
     // Top-level defs see only globals; arch defs see the config too.
-    fn->closure = archDefs.count(e.name) ? nullptr : std::make_shared<Env>();
+    fn->closure = archDef ? nullptr : std::make_shared<Env>();
+    if (archDef)
+      fn->arch = current;
     return EvalValue::function(fn);
   }
   error(e.getRange(), fmt::format("'{}' is not defined at this point", e.name));
@@ -1757,10 +1774,18 @@ EvalValue Evaluator::callFunction(const Callable &fn,
   std::vector<BoundArg> bound;
   if (!bindArgs(fn.name, names, required, args, argRanges, callRange, bound))
     return EvalValue::poison();
-  // Function bodies see their closure (arch config for arch defs) only.
+  // Function bodies see their closure (arch config for arch defs) only, and
+  // call the defs of the arch they belong to.
+  std::shared_ptr<const ArchScope> savedArch = current;
+  if (fn.arch)
+    current = fn.arch;
+  struct ArchGuard {
+    std::shared_ptr<const ArchScope> &current, saved;
+    ~ArchGuard() { current = saved; }
+  } archGuard{current, savedArch};
   std::shared_ptr<Env> parent = fn.closure;
   if (!parent)
-    parent = archEnvForDefs;
+    parent = current->config;
   auto env = std::make_shared<Env>(parent);
   for (size_t k = 0; k < fn.params->size(); ++k) {
     const ast::Param &p = (*fn.params)[k];
@@ -1836,7 +1861,7 @@ EvalValue Evaluator::evalCall(const ast::CallExpr &e,
       }
     }
   } else if (auto *n = dyn_cast<ast::NameExpr>(e.callee.get())) {
-    if (!env->lookup(n->name) && !archDefs.count(n->name) &&
+    if (!env->lookup(n->name) && !current->defs.count(n->name) &&
         !program.getDefs().count(n->name))
       sig = lookupFunctionBuiltin(n->name);
   }

@@ -35,9 +35,17 @@ public:
                                     const std::shared_ptr<Env> &env,
                                     const char *what);
 
-  /// Builds the module's graph from the arch's model. `configEnv` holds the
-  /// bound config values. Returns false when errors were reported.
-  bool buildModel(const ast::ArchDecl &arch, std::shared_ptr<Env> configEnv);
+  /// Builds the module's graph from the arch's model (`model`, or the main
+  /// one when null). `configEnv` holds the bound config values. Returns
+  /// false when errors were reported.
+  bool buildModel(const ast::ArchDecl &arch, std::shared_ptr<Env> configEnv,
+                  const ast::ModelDecl *model = nullptr);
+
+  /// The value of a `use` alias: a dict of the used arch's config values
+  /// (`config`, bound to the same config.json) and of its defs, which run in
+  /// that arch's scope.
+  static EvalValue archNamespace(const ast::ArchDecl &arch,
+                                 std::shared_ptr<Env> config);
 
   /// Checks a value against a declared type, converting int to float where
   /// a float is expected. Returns false when it does not fit.
@@ -70,9 +78,9 @@ private:
   DiagnosticEngine &diags;
   ir::Module &module;
   const ast::ArchDecl *arch = nullptr;
-  std::map<std::string, const ast::DefDecl *> archDefs;
-  /// The environment arch-level defs close over (the bound config).
-  std::shared_ptr<Env> archEnvForDefs;
+  /// The defs and config of the arch whose code runs (the compiled arch, or
+  /// a used one inside its defs).
+  std::shared_ptr<const ArchScope> current = std::make_shared<ArchScope>();
 
   // IR construction state.
   ir::Block *block = nullptr;

@@ -318,6 +318,8 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
     return declareParam(args[0].value.getString(), args[1].value.getList(), dt,
                         range, args[2].present && !args[2].value.isNone());
   }
+  if (n == "type_of")
+    return EvalValue::string(args[0].value.typeName());
   if (n == "len") {
     const EvalValue &v = args[0].value;
     switch (v.getKind()) {
@@ -412,14 +414,39 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
   return EvalValue::poison();
 }
 
-bool Evaluator::buildModel(const ast::ArchDecl &a,
-                           std::shared_ptr<Env> configEnv) {
-  arch = &a;
+EvalValue Evaluator::archNamespace(const ast::ArchDecl &a,
+                                   std::shared_ptr<Env> config) {
+  auto scope = std::make_shared<ArchScope>();
   for (const ast::DefDecl *def : a.allDefs)
-    archDefs[def->name] = def;
-  archEnvForDefs = configEnv;
+    scope->defs[def->name] = def;
+  scope->config = config;
+  std::map<std::string, EvalValue> entries;
+  for (auto *env = config.get(); env; env = env->getParent().get())
+    for (auto &[name, value] : env->locals())
+      entries.emplace(name, value);
+  for (const ast::DefDecl *def : a.allDefs) {
+    auto fn = std::make_shared<Callable>();
+    fn->name = a.name + "." + def->name;
+    fn->params = &def->params;
+    fn->body = &def->body;
+    fn->range = def->nameRange;
+    fn->arch = scope;
+    entries[def->name] = EvalValue::function(fn);
+  }
+  return EvalValue::dict(std::move(entries));
+}
+
+bool Evaluator::buildModel(const ast::ArchDecl &a,
+                           std::shared_ptr<Env> configEnv,
+                           const ast::ModelDecl *graph) {
+  arch = &a;
+  auto scope = std::make_shared<ArchScope>();
+  for (const ast::DefDecl *def : a.allDefs)
+    scope->defs[def->name] = def;
+  scope->config = configEnv;
+  current = scope;
   unsigned before = diags.getNumErrors();
-  const ast::ModelDecl &model = *a.effectiveModel;
+  const ast::ModelDecl &model = graph ? *graph : *a.effectiveModel;
   ir::Graph &g = module.graph;
   auto env = std::make_shared<Env>(configEnv);
   for (const ast::ModelInput &in : model.inputs) {
@@ -435,8 +462,11 @@ bool Evaluator::buildModel(const ast::ArchDecl &a,
               fmt::format("input dims must be ints or symbolic dims, got {}",
                           v.typeName()));
     }
-    ir::Value *arg = g.body.addArgument(
-        ir::TensorType(ir::parseDType(in.dtype), dims), in.name);
+    // `float` inputs take the model's activation dtype (pixel values,
+    // image features of a vision-language package).
+    ir::DType dtype =
+        in.dtype == "float" ? module.activationDType : ir::parseDType(in.dtype);
+    ir::Value *arg = g.body.addArgument(ir::TensorType(dtype, dims), in.name);
     env->define(in.name, EvalValue::tensor(arg));
   }
   if (diags.getNumErrors() != before)

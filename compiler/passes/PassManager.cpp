@@ -44,6 +44,7 @@ const std::vector<PassInfo> &passRegistry() {
        createAttentionMaskPass},
       {"expand-repeat", "unroll layer loops with concrete weight names",
        createExpandRepeatPass},
+      {"dead-code", "remove ops whose results are unused", createDeadCodePass},
   };
   return registry;
 }

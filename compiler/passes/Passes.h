@@ -23,6 +23,8 @@ std::unique_ptr<Pass> createKVCachePass();
 std::unique_ptr<Pass> createAttentionMaskPass();
 /// Unrolls `repeat` ops into one copy per layer with concrete names.
 std::unique_ptr<Pass> createExpandRepeatPass();
+/// Removes ops whose results are unused (weight declarations stay).
+std::unique_ptr<Pass> createDeadCodePass();
 
 struct PassInfo {
   std::string name;

@@ -313,17 +313,25 @@ private:
       type("type", c.type.get());
       expr("value", c.value.get());
     }
+    for (const ast::UseDecl &u : a.uses)
+      line("use " + range(u.range) + " " + quote(u.arch) + range(u.archRange) +
+           " as " + quote(u.alias) + range(u.aliasRange));
     for (const auto &d : a.defs)
       def(*d);
-    if (!a.model) {
+    if (!a.model)
       line("model <none>");
-      return;
-    }
-    const ast::ModelDecl &md = *a.model;
+    else
+      model(*a.model);
+    for (const auto &g : a.graphs)
+      model(*g);
+  }
+
+  void model(const ast::ModelDecl &md) {
     std::string outs;
     for (const ast::Target &t : md.outputs)
       outs += " " + target(t);
-    line("model " + range(md.range) + " outputs" + outs);
+    line("model " + range(md.range) + " " + quote(md.name) +
+         range(md.nameRange) + " outputs" + outs);
     Indent j(*this);
     for (const ast::ModelInput &in : md.inputs) {
       line("input " + range(in.range) + " " + quote(in.name) + " " +

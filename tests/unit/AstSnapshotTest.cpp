@@ -130,6 +130,71 @@ TEST(AstSnapshot, EveryBundledFileParsesAndRoundTrips) {
   }
 }
 
+// The vision-language families' `use` declarations and named graphs
+// survive the round trip field by field, and the dump sees them (so the
+// comparisons above cover them).
+TEST(AstSnapshot, UsesAndNamedGraphsRoundTrip) {
+  auto it = std::find_if(
+      bundled().files.begin(), bundled().files.end(),
+      [](const ParsedFile &f) { return f.relative == "qwen3_vl.arch"; });
+  ASSERT_NE(it, bundled().files.end());
+  ASSERT_TRUE(it->ast);
+  const ast::ArchDecl *arch = nullptr;
+  for (const auto &a : it->ast->archs)
+    if (a->name == "qwen3_vl")
+      arch = a.get();
+  ASSERT_TRUE(arch);
+  // qwen3_vl extends vision_language: its own `use qwen3 as text` and
+  // graphs (vision_encoder, decoder; embedding is the base's).
+  ASSERT_EQ(arch->uses.size(), 1u);
+  ASSERT_EQ(arch->graphs.size(), 2u);
+  auto decoded = ast::decodeFile(encode(*it->ast), it->fileId);
+  ASSERT_TRUE(decoded);
+  ast::ArchDecl *back = nullptr;
+  for (const auto &a : decoded->archs)
+    if (a->name == "qwen3_vl")
+      back = a.get();
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->uses.size(), 1u);
+  EXPECT_EQ(back->uses[0].arch, "qwen3");
+  EXPECT_EQ(back->uses[0].alias, "text");
+  EXPECT_EQ(back->uses[0].aliasRange.begin, arch->uses[0].aliasRange.begin);
+  ASSERT_EQ(back->graphs.size(), 2u);
+  EXPECT_EQ(back->graphs[0]->name, "vision_encoder");
+  EXPECT_EQ(back->graphs[1]->name, "decoder");
+  EXPECT_EQ(back->graphs[1]->nameRange.begin, arch->graphs[1]->nameRange.begin);
+  EXPECT_TRUE(arch->graphs[1]->nameRange.begin.isValid());
+  EXPECT_FALSE(back->model); // the base's main model
+  EXPECT_EQ(back->base, "vision_language");
+  EXPECT_EQ(dumpAst(*decoded), it->dump);
+  // The dump shows the members: renaming one changes it.
+  back->graphs[1]->name = "decoders";
+  EXPECT_NE(dumpAst(*decoded), it->dump);
+  back->graphs[1]->name = "decoder";
+  back->uses[0].alias = "lm";
+  EXPECT_NE(dumpAst(*decoded), it->dump);
+}
+
+// A named graph whose presence flag says absent is a corrupt encoding.
+TEST(AstSnapshot, AnAbsentNamedGraphIsCorrupt) {
+  ast::File f;
+  f.fileId = 1;
+  auto a = std::make_unique<ast::ArchDecl>();
+  a->name = "a";
+  auto g = std::make_unique<ast::ModelDecl>();
+  g->name = "decoder";
+  a->graphs.push_back(std::move(g));
+  f.archs.push_back(std::move(a));
+  std::string bytes = encode(f);
+  ASSERT_TRUE(ast::decodeFile(bytes, 1));
+  // The encoding ends with the graph: its flag 1, range, name "decoder"
+  // (count 7 + 7 bytes), name range, no inputs, outputs or statements.
+  size_t flagAt = bytes.size() - (1 + 4 + 8 + 4 + 3);
+  ASSERT_EQ(bytes[flagAt], '\x01');
+  bytes[flagAt] = '\0';
+  EXPECT_FALSE(ast::decodeFile(bytes, 1));
+}
+
 TEST(AstSnapshot, DecodingRemapsTheFileId) {
   const ParsedFile &f = bundled().files.front();
   auto decoded = ast::decodeFile(encode(*f.ast), 77);

@@ -194,6 +194,13 @@ std::vector<Sample> samples() {
       {"ConfigField", config, configKind(K::Field)},
       {"ConfigLet", config, configKind(K::Let)},
       {"ConfigCheck", config, configKind(K::Check)},
+      {"UseMember", "arch a { use b as t\n use c }",
+       [](const ast::File &f) {
+         return f.archs.size() == 1 && f.archs[0]->uses.size() == 2 &&
+                f.archs[0]->uses[0].arch == "b" &&
+                f.archs[0]->uses[0].alias == "t" &&
+                f.archs[0]->uses[1].alias == "c";
+       }},
       {"DefMember", "arch a { def g() { return 1 } }",
        [](const ast::File &f) {
          return f.archs.size() == 1 && f.archs[0]->defs.size() == 1;
@@ -202,6 +209,12 @@ std::vector<Sample> samples() {
        [](const ast::File &f) {
          return f.archs.size() == 1 && f.archs[0]->model &&
                 f.archs[0]->model->outputs.size() == 1;
+       }},
+      {"ModelMember", "arch a { model v(x: f32[2]) -> (y) { y = x } }",
+       [](const ast::File &f) {
+         return f.archs.size() == 1 && !f.archs[0]->model &&
+                f.archs[0]->graphs.size() == 1 &&
+                f.archs[0]->graphs[0]->name == "v";
        }},
       {"AssignStmt", "def f(x) { a, b = x }",
        [](const ast::File &f) {

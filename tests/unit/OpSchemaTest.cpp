@@ -82,12 +82,13 @@ TEST(OpSchema, SignaturesDeriveFromTheSchemas) {
   std::vector<std::string> names;
   for (const BuiltinParam &p : attn->params)
     names.push_back(p.name + ":" + p.type + (p.required ? "!" : ""));
-  EXPECT_EQ(names,
-            (std::vector<std::string>{
-                "q:tensor!", "k:tensor!", "v:tensor!", "causal:bool",
-                "window:int?", "chunk:int?", "scale:float?", "softcap:float?",
-                "alibi:float?", "alibi_bf16:bool?", "sinks:tensor?",
-                "extra_k:tensor?", "extra_v:tensor?", "extra_mask:tensor?"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "q:tensor!", "k:tensor!", "v:tensor!", "causal:bool",
+                       "window:int?", "chunk:int?", "scale:float?",
+                       "softcap:float?", "alibi:float?", "alibi_bf16:bool?",
+                       "sinks:tensor?", "extra_k:tensor?", "extra_v:tensor?",
+                       "extra_mask:tensor?", "key_mask:tensor?",
+                       "segments:tensor?", "bidirectional:tensor?"}));
 }
 
 /// An op with `n` operand-less results, for accessor tests.

@@ -205,6 +205,10 @@ private:
   buildModel(ArchParser::ModelDeclContext *ctx) {
     auto model = std::make_unique<ast::ModelDecl>();
     model->range = m.range(ctx);
+    if (ctx->name) {
+      model->name = ctx->name->getText();
+      model->nameRange = m.range(ctx->name);
+    }
     if (auto *inputs = ctx->inputList()) {
       for (auto *in : inputs->inputs) {
         ast::ModelInput input;
@@ -273,14 +277,34 @@ private:
     archOf(ctx).defs.push_back(buildDef(ctx->defDecl()));
     return {};
   }
+  antlrcpp::Any visitUseMember(ArchParser::UseMemberContext *ctx) override {
+    auto *use = ctx->useDecl();
+    ast::UseDecl &u = archOf(ctx).uses.emplace_back();
+    u.range = m.range(use);
+    u.arch = use->arch->getText();
+    u.archRange = m.range(use->arch);
+    antlr4::Token *alias = use->alias ? use->alias : use->arch;
+    u.alias = alias->getText();
+    u.aliasRange = m.range(alias);
+    return {};
+  }
   antlrcpp::Any visitModelMember(ArchParser::ModelMemberContext *ctx) override {
     auto *model = ctx->modelDecl();
     ast::ArchDecl &a = archOf(ctx);
-    if (a.model)
+    if (model->name) {
+      for (const auto &g : a.graphs)
+        if (g->name == model->name->getText())
+          diags.error(m.range(model->name),
+                      "an arch may have only one model "
+                      "named '{}'",
+                      g->name);
+      a.graphs.push_back(buildModel(model));
+    } else if (a.model) {
       diags.error(m.range(model->getStart()),
                   "an arch may have only one model");
-    else
+    } else {
       a.model = buildModel(model);
+    }
     return {};
   }
 
@@ -734,6 +758,7 @@ private:
   ARCHC_NOT_DISPATCHED(DefDecl)
   ARCHC_NOT_DISPATCHED(ParamList)
   ARCHC_NOT_DISPATCHED(Param)
+  ARCHC_NOT_DISPATCHED(UseDecl)
   ARCHC_NOT_DISPATCHED(ModelDecl)
   ARCHC_NOT_DISPATCHED(InputList)
   ARCHC_NOT_DISPATCHED(ModelInput)

@@ -37,8 +37,10 @@ bool verifyRope(const Op &op, DiagnosticEngine &d) {
                              std::holds_alternative<std::string>(it->second)
                          ? std::get<std::string>(it->second)
                          : "default";
-  static const char *known[] = {"default", "linear", "dynamic",
-                                "llama3",  "yarn",   "longrope"};
+  // "mrope" (older Qwen-VL configs) is the default frequencies with
+  // mrope_section.
+  static const char *known[] = {"default", "linear",   "dynamic", "llama3",
+                                "yarn",    "longrope", "mrope"};
   for (const char *k : known)
     if (type == k)
       return true;
@@ -50,6 +52,31 @@ bool verifyRope(const Op &op, DiagnosticEngine &d) {
   return false;
 }
 
+} // namespace
+
+std::vector<int64_t> mropeSections(const Op &op) {
+  std::vector<int64_t> out;
+  const auto *sc = op.optAttr<std::shared_ptr<AttrDict>>("scaling");
+  if (!sc)
+    return out;
+  auto it = (*sc)->entries.find("mrope_section");
+  if (it == (*sc)->entries.end())
+    return out;
+  if (auto *l = std::get_if<std::vector<int64_t>>(&it->second))
+    out = *l;
+  return out;
+}
+
+bool mropeInterleaved(const Op &op) {
+  const auto *sc = op.optAttr<std::shared_ptr<AttrDict>>("scaling");
+  if (!sc)
+    return false;
+  auto it = (*sc)->entries.find("mrope_interleaved");
+  return it != (*sc)->entries.end() &&
+         std::holds_alternative<bool>(it->second) && std::get<bool>(it->second);
+}
+
+namespace {
 bool inferRope(Op &op, DiagnosticEngine &d) {
   const TensorType &x = op.getOperand(0)->type;
   const TensorType &p = op.getOperand(1)->type;
@@ -65,7 +92,11 @@ bool inferRope(Op &op, DiagnosticEngine &d) {
                   fmt::format("positions must be integers, got {}", p.str()));
     return false;
   }
-  if (p.rank() != 2 || p.dims[0] != x.dims[0] || p.dims[1] != x.dims[1]) {
+  std::vector<int64_t> sections = mropeSections(op);
+  bool multi = p.rank() == 3;
+  size_t at = multi ? 1 : 0;
+  if ((p.rank() != 2 && !multi) || p.dims[at] != x.dims[0] ||
+      p.dims[at + 1] != x.dims[1]) {
     reportOpError(d, op,
                   fmt::format("positions {} do not match [batch, "
                               "seq] of {}",
@@ -81,6 +112,22 @@ bool inferRope(Op &op, DiagnosticEngine &d) {
                               "the head dim of {}",
                               rot, x.str()));
     return false;
+  }
+  if (multi) {
+    // M-RoPE: one position row per section of frequencies.
+    int64_t total = 0;
+    for (int64_t n : sections)
+      total += n;
+    if (sections.empty() || p.dims[0] != SymExpr(int64_t(sections.size())) ||
+        total != rot / 2) {
+      reportOpError(
+          d, op,
+          fmt::format("positions {} have one row per M-RoPE axis: the "
+                      "scaling's mrope_section must list {} sections summing "
+                      "to rotary dim / 2 = {}",
+                      p.str(), p.dims[0].str(), rot / 2));
+      return false;
+    }
   }
   op.getResult()->type = x;
   return true;
@@ -197,6 +244,30 @@ bool inferAttentionOp(Op &op, DiagnosticEngine &d) {
                                 m.str(), q.dims[0].str(), k.dims[1].str()));
       return false;
     }
+  }
+  // Vision and multimodal masks: per key, per token segment, image blocks.
+  auto check2d = [&](const char *name, const SymExpr &len, const char *what) {
+    const Value *x = op.operand(name);
+    if (!x)
+      return true;
+    const TensorType &m = x->type;
+    if (m.rank() == 2 && m.dims[0] == q.dims[0] && m.dims[1] == len)
+      return true;
+    reportOpError(d, op,
+                  fmt::format("{} {} must be [batch, {}] = [{}, {}]", name,
+                              m.str(), what, q.dims[0].str(), len.str()));
+    return false;
+  };
+  if (!check2d("key_mask", k.dims[1], "keys") ||
+      !check2d("segments", q.dims[1], "seq") ||
+      !check2d("bidirectional", q.dims[1], "seq"))
+    return false;
+  if (op.hasOperand("segments") && q.dims[1] != k.dims[1]) {
+    reportOpError(d, op,
+                  fmt::format("segments need the queries to be all the keys "
+                              "(no past state), got q {} and k {}",
+                              q.str(), k.str()));
+    return false;
   }
   op.getResult()->type =
       TensorType(q.dtype, {q.dims[0], q.dims[1], q.dims[2], v.dims[3]});
@@ -337,6 +408,26 @@ bool isCached(const Value *v) {
   return def && def->getKind() == OpKind::Cache;
 }
 
+/// Keys a query sees inside its segment when the segments come from
+/// op.patch_segments (through reshapes): a frame's patches (the images'
+/// patches / images, images of one size), or a window's (window x merge)^2
+/// patches at most; 0 when the segments are of another origin.
+double segmentKeys(const Op &attn, double t, const CostContext &ctx) {
+  const Value *seg = attn.operand("segments");
+  const Op *def = seg ? seg->getDefiningOp() : nullptr;
+  while (def && def->getKind() == OpKind::Reshape)
+    def = def->getOperand(0)->getDefiningOp();
+  if (!def || def->getKind() != OpKind::PatchSegments)
+    return 0;
+  double images = ctx.dim(SymExpr::symbol("images"));
+  double frame = images > 0 ? t / images : t;
+  if (const int64_t *w = def->optAttr<int64_t>("window")) {
+    double side = static_cast<double>(*w * def->attr<int64_t>("merge"));
+    return std::min(frame, side * side);
+  }
+  return frame;
+}
+
 OpCost ropeCost(const Op &op, const CostContext &ctx) {
   OpCost c;
   const TensorType &x = op.getOperand(0)->type;
@@ -368,6 +459,10 @@ OpCost attentionCost(const Op &op, const CostContext &ctx) {
   double chunk = chunkAttr ? static_cast<double>(*chunkAttr) : 0;
   double keys =
       chunk > 0 ? visitedChunkKeys(s, t, chunk) : visitedKeys(s, t, w, causal);
+  // Segmented (block-diagonal) attention: what a kernel over each segment
+  // visits.
+  if (double per = segmentKeys(op, t, ctx); per > 0 && !causal)
+    keys = s * per;
   // Distinct key positions read (a window bounds them, a chunk starts at
   // the first query's chunk); shared K = V (one tensor as both) is read
   // once.
@@ -483,7 +578,11 @@ void addAttentionSchemas(SchemaList &out) {
                     "longrope).")
           .language()
           .operand("x", "[batch, seq, heads, head_dim]")
-          .operand("positions", "integer [batch, seq]")
+          .operand("positions",
+                   "integer [batch, seq], or [axes, batch, seq] for M-RoPE "
+                   "(the scaling's mrope_section assigns each axis its "
+                   "frequencies: consecutive sections, or with "
+                   "mrope_interleaved the pattern t h w t h w ...)")
           .attr("theta", AttrType::Float, "the rotary base")
           .above(0)
           .optAttr("dim", AttrType::Int,
@@ -509,7 +608,10 @@ void addAttentionSchemas(SchemaList &out) {
                     "Optional extra keys and values (at the same key "
                     "positions, causal but not windowed, filtered by an "
                     "extra mask) join the same softmax. ALiBi adds a bias "
-                    "per head and key position.")
+                    "per head and key position. A query sees a key when "
+                    "causal/window/chunk allow it or both lie in one "
+                    "bidirectional run, and the padding mask, key_mask and "
+                    "segments allow it.")
           .language()
           .operand("q", "[batch, seq, heads, dk]")
           .operand("k", "[batch, keys, kv_heads, dk]")
@@ -544,6 +646,17 @@ void addAttentionSchemas(SchemaList &out) {
                       "bool [batch, keys] or [batch, seq, keys]: which extra "
                       "keys each query sees",
                       "extra_k")
+          .optOperand("key_mask",
+                      "[batch, keys]: 0 hides a key from every query "
+                      "(padded patches of a vision encoder)")
+          .optOperand("segments",
+                      "integer [batch, seq]: a query sees only keys of its "
+                      "own segment (vision windows, frames, images; no past "
+                      "state)")
+          .optOperand("bidirectional",
+                      "[batch, seq]: nonzero marks tokens; a run of marked "
+                      "tokens of the call also sees its later tokens (an "
+                      "image block, on top of causal and window)")
           .passOperand("mask", "int64 [batch, keys] padding mask "
                                "(attention-mask, kv-cache passes)")
           .result("result", "[batch, seq, heads, dv]")

@@ -1,0 +1,235 @@
+#!/usr/bin/env node
+// Checks archc's vision-language package for one Hugging Face fixture
+// (../shared/hf-golden-vlm), emitted as `archc CASE -emit=onnx -o OUT/`:
+//   (w) -emit=weights lists the checkpoint's tensors, names and shapes;
+//   (v) the vision encoder reproduces HF's image_features from pixel_values
+//       (and image_grid_thw / pixel_attention_mask);
+//   (a) vision, embedding and decoder chained reproduce the full-forward
+//       logits of the batch-2 input (Gemma 3 with token_type_ids, Qwen with
+//       HF's M-RoPE position_ids, Qwen3-VL with deepstack);
+//   (g) row 0 with image 0: prefill then 6 single-token steps through the
+//       KV cache (text-only embedding calls, zero-row image features) give
+//       HF's greedy tokens exactly and its step logits;
+//   (t) a text-only prompt through the package (zero-row image features)
+//       gives the logits of the text model (the arch's main graph, emitted
+//       as one file), prefill and two cached steps.
+// With --dtype f16 --rel-tol R: the f16 package, features and logits
+// within R x max|.| of HF's float32 values, greedy tokens equal wherever
+// HF's top-1/top-2 gap exceeds twice that tolerance.
+// Usage: check_vlm.js --archc BIN --case DIR --work DIR [--dtype f16 --rel-tol R]
+// Exit 0 = pass, 1 = fail, 77 = fixture folder absent (skipped).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { execFileSync } = require('child_process');
+const { readSafetensors } = require('./lib/safetensors');
+const { Decoder } = require('./lib/decoder');
+const { VlmPackage, values, i64, bool } = require('./lib/vlm');
+
+function parseArgs() {
+  const a = {};
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i += 2) a[argv[i].replace(/^--/, '')] = argv[i + 1];
+  for (const k of ['archc', 'case', 'work'])
+    if (!a[k]) { console.error(`missing --${k}`); process.exit(2); }
+  return a;
+}
+
+const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
+const maxAbs = (d) => d.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+function maxAbsDiff(a, aOff, e, eOff, n) {
+  let m = 0;
+  for (let i = 0; i < n; i++) m = Math.max(m, Math.abs(a[aOff + i] - e[eOff + i]));
+  return m;
+}
+function argmax(d, off, n) {
+  let best = 0;
+  for (let i = 1; i < n; i++) if (d[off + i] > d[off + best]) best = i;
+  return best;
+}
+/// HF's top-1 minus top-2 logit.
+function margin(d, off, n) {
+  let a = -Infinity, b = -Infinity;
+  for (let i = 0; i < n; i++) {
+    const v = d[off + i];
+    if (v > a) { b = a; a = v; } else if (v > b) b = v;
+  }
+  return a - b;
+}
+/// Rows [lo, hi) of a safetensors tensor along its first axis.
+function rowsOf(t, lo, hi) {
+  const per = t.shape.slice(1).reduce((a, b) => a * b, 1);
+  return { dtype: t.dtype, shape: [hi - lo, ...t.shape.slice(1)], data: t.data.slice(lo * per, hi * per) };
+}
+
+async function main() {
+  const args = parseArgs();
+  if (!fs.existsSync(path.join(args.case, 'expected.safetensors'))) {
+    console.log(`SKIP: fixture ${args.case} not found (../shared/hf-golden-vlm absent)`);
+    process.exit(77);
+  }
+  const half = args.dtype === 'f16';
+  const relTol = half ? Number(args['rel-tol']) : 1e-4;
+  fs.mkdirSync(args.work, { recursive: true });
+  const name = path.basename(args.case);
+  const config = JSON.parse(fs.readFileSync(path.join(args.case, 'config.json'), 'utf8'));
+  const type = config.model_type;
+  const pkgDir = path.join(args.work, half ? 'pkg-f16' : 'pkg') + '/';
+  fs.rmSync(pkgDir, { recursive: true, force: true });
+  execFileSync(args.archc, [args.case, '-emit=onnx', '-o', pkgDir, ...(half ? ['--dtype=f16'] : [])],
+    { stdio: ['ignore', 'inherit', 'inherit'] });
+
+  const expFile = readSafetensors(path.join(args.case, 'expected.safetensors'));
+  const exp = expFile.tensors;
+  const ids = exp.input_ids, ref = exp.logits;
+  const [B, S] = ids.shape, V = ref.shape[2];
+  const tol = relTol * Math.max(1, maxAbs(ref.data));
+  const rows = range(0, B).map((b) => range(0, S).map((s) => Number(ids.data[b * S + s])));
+  const imageToken = config.image_token_id ?? config.image_token_index;
+  const failures = [];
+  const check = (label, diff, t) => {
+    const ok = diff <= t;
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${half ? ' f16' : ''} ${label}: max|diff| = ${diff.toExponential(3)} (tol ${t.toExponential(3)})`);
+    if (!ok) failures.push(label);
+  };
+  const pkg = await VlmPackage.load(pkgDir);
+
+  // (w) -emit=weights lists exactly the checkpoint's tensors (vision,
+  // projector, text; names, shapes).
+  if (!half) {
+    const listed = execFileSync(args.archc, [args.case, '-emit=weights'], { encoding: 'utf8' })
+      .split('\n').filter((l) => l && !l.startsWith('//'))
+      .map((l) => { const [n, rest] = [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' ') + 1)];
+        return `${n} ${rest.slice(0, rest.indexOf(']') + 1)}`; });
+    const ckpt = readSafetensors(path.join(args.case, 'model.safetensors')).tensors;
+    const want = Object.keys(ckpt).map((n) => `${n} [${ckpt[n].shape.join(', ')}]`);
+    const a = new Set(listed), b = new Set(want);
+    const missing = want.filter((x) => !a.has(x)), extra = listed.filter((x) => !b.has(x));
+    const ok = missing.length === 0 && extra.length === 0;
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} (w) -emit=weights: ${listed.length} tensors, checkpoint ${want.length}` +
+      (ok ? '' : `; missing ${missing.slice(0, 3)}, extra ${extra.slice(0, 3)}`));
+    if (!ok) failures.push('(w) weights');
+  }
+
+  // Images of each row, in order (generated cases may have several).
+  const perRow = expFile.metadata.images_per_row
+    ? JSON.parse(expFile.metadata.images_per_row) : new Array(B).fill(1);
+  const firstImage = (b) => perRow.slice(0, b).reduce((x, y) => x + y, 0);
+  // Vision inputs of the images of rows [lo, hi) (Qwen: their patch rows;
+  // SmolVLM: the rows' image slots).
+  const qwen = type === 'qwen2_5_vl' || type === 'qwen3_vl';
+  const visionInputs = (rowLo, rowHi) => {
+    const v = {};
+    const lo = type === 'smolvlm' ? rowLo : firstImage(rowLo);
+    const hi = type === 'smolvlm' ? rowHi : firstImage(rowHi);
+    if (qwen) {
+      const g = exp.image_grid_thw;
+      const counts = range(0, g.shape[0]).map((i) =>
+        Number(g.data[3 * i]) * Number(g.data[3 * i + 1]) * Number(g.data[3 * i + 2]));
+      const start = counts.slice(0, lo).reduce((a, b) => a + b, 0);
+      const end = start + counts.slice(lo, hi).reduce((a, b) => a + b, 0);
+      v.pixel_values = rowsOf(exp.pixel_values, start, end);
+      v.image_grid_thw = rowsOf(g, lo, hi);
+    } else {
+      v.pixel_values = rowsOf(exp.pixel_values, lo, hi);
+      if (exp.pixel_attention_mask) v.pixel_attention_mask = rowsOf(exp.pixel_attention_mask, lo, hi);
+    }
+    return v;
+  };
+  // Per-model decoder inputs of token rows `r` (image features given).
+  const extras = (r, vision, tokenTypes) => {
+    const e = {};
+    const b = r.length, s = r[0].length;
+    if (type === 'gemma3') e.token_type_ids = i64(tokenTypes.flat(), [b, s]);
+    if (type === 'qwen3_vl') {
+      e.visual_pos_masks = bool(r.flat().map((t) => t === imageToken), [b, s]);
+      e.deepstack_features = vision.deepstack_features;
+    }
+    return e;
+  };
+  const tokenTypesOf = (b) => exp.token_type_ids
+    ? range(0, S).map((s) => Number(exp.token_type_ids.data[b * S + s])) : null;
+  const positionsOf = (bs, lo, hi) => (qwen
+    ? range(0, 3).map((a) => bs.map((b) => range(lo, hi).map((s) =>
+      Number(exp.position_ids.data[(a * B + b) * S + s]))))
+    : bs.map(() => range(lo, hi)));
+
+  // (v) vision features, both images.
+  const vision = await pkg.encode(visionInputs(0, B));
+  const feats = values(vision.image_features);
+  const featRef = exp.image_features.data;
+  check('(v) image_features', feats.length === featRef.length
+    ? maxAbsDiff(feats, 0, featRef, 0, featRef.length) : Infinity,
+  relTol * Math.max(1, maxAbs(featRef)));
+
+  // (a) batch-2 prefill through embedding and decoder.
+  const embeds = await pkg.embed(rows, vision.image_features);
+  const full = await pkg.decode(embeds, rows.map(() => new Array(S).fill(1)),
+    positionsOf(range(0, B), 0, S), pkg.emptyState(B),
+    extras(rows, vision, range(0, B).map(tokenTypesOf)));
+  check('(a) prefill logits', maxAbsDiff(full.logits, 0, ref.data, 0, B * S * V), tol);
+
+  // (g) greedy continuation of row 0 through the cache.
+  const gIds = exp.greedy_ids, gLogits = exp.greedy_logits;
+  const steps = gLogits.shape[1];
+  const want = range(S, S + steps).map((k) => Number(gIds.data[k]));
+  const v0 = await pkg.encode(visionInputs(0, 1));
+  let out = await pkg.decode(await pkg.embed([rows[0]], v0.image_features), [new Array(S).fill(1)],
+    positionsOf([0], 0, S), pkg.emptyState(1), extras([rows[0]], v0, [tokenTypesOf(0)]));
+  const got = [];
+  let worst = 0, lastToken = argmax(out.logits, (S - 1) * V, V);
+  let tokensOk = true;
+  for (let j = 0; j < steps; j++) {
+    const off = j === 0 ? (S - 1) * V : 0;
+    worst = Math.max(worst, maxAbsDiff(out.logits, off, gLogits.data, j * V, V));
+    const tok = argmax(out.logits, off, V);
+    got.push(tok);
+    // In f16 a token may differ only where HF's own margin is small.
+    if (tok !== want[j] && !(half && margin(gLogits.data, j * V, V) <= 2 * tol)) tokensOk = false;
+    if (tok !== want[j]) break; // the continuations diverge
+    if (j + 1 === steps) break;
+    lastToken = want[j];
+    const t = S + j; // the new token's index in the sequence
+    const pos = qwen
+      ? range(0, 3).map((a) => [[Number(exp.greedy_position_ids.data[a * (S + steps) + t])]])
+      : [[t]];
+    const e = await pkg.embed([[lastToken]], null);
+    out = await pkg.decode(e, [new Array(t + 1).fill(1)], pos, out.state, {});
+  }
+  console.log(`${tokensOk ? 'ok  ' : 'FAIL'} ${name}${half ? ' f16' : ''} (g) greedy tokens ${JSON.stringify(got)} (HF ${JSON.stringify(want)})`);
+  if (!tokensOk) failures.push('(g) greedy tokens');
+  if (got.length === steps) check('(g) greedy step logits', worst, tol);
+
+  // (t) text-only prompt: the package equals the text model.
+  if (!half) {
+    const textModel = path.join(args.work, 'text', 'model.onnx');
+    fs.mkdirSync(path.dirname(textModel), { recursive: true });
+    execFileSync(args.archc, [args.case, '-emit=onnx', '-o', textModel],
+      { stdio: ['ignore', 'inherit', 'inherit'] });
+    const text = await Decoder.load(textModel);
+    const prompt = rows[0].map((t) => (t === imageToken ? 3 : t));
+    const P = prompt.length;
+    let a = await text.step([prompt], [new Array(P).fill(1)], [range(0, P)], text.emptyState(1));
+    const pos3 = (lo, hi) => (qwen ? range(0, 3).map(() => [range(lo, hi)]) : [range(lo, hi)]);
+    let p = await pkg.decode(await pkg.embed([prompt], null), [new Array(P).fill(1)], pos3(0, P),
+      pkg.emptyState(1), {});
+    let diff = maxAbsDiff(p.logits, 0, a.logits, 0, P * V);
+    for (let j = 0; j < 2; j++) {
+      const tok = argmax(a.logits, (j === 0 ? P - 1 : 0) * V, V);
+      const t = P + j;
+      a = await text.step([[tok]], [new Array(t + 1).fill(1)], [[t]], a.state);
+      p = await pkg.decode(await pkg.embed([[tok]], null), [new Array(t + 1).fill(1)], pos3(t, t + 1),
+        p.state, {});
+      diff = Math.max(diff, maxAbsDiff(p.logits, 0, a.logits, 0, V));
+    }
+    check('(t) text-only package = text model', diff, tol);
+  }
+
+  if (failures.length) {
+    console.log(`FAIL ${name}: ${failures.join(', ')}`);
+    process.exit(1);
+  }
+  console.log(`PASS ${name}`);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });

@@ -1,0 +1,158 @@
+// Drives an archc-emitted vision-language package (OUT/vision_encoder,
+// OUT/embedding, OUT/decoder) in ONNX Runtime as a runtime would: the
+// vision encoder turns pixel values into image features (and deepstack
+// features), the embedding merges them into the token embeddings, the
+// decoder runs with its KV cache (past_key_values.* fed from present.*).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const ort = require('onnxruntime-node');
+
+/// Float32 values -> IEEE binary16 bits (round to nearest even).
+function floatToHalf(values) {
+  const out = new Uint16Array(values.length);
+  const f = new Float32Array(1);
+  const u = new Uint32Array(f.buffer);
+  for (let i = 0; i < values.length; i++) {
+    f[0] = values[i];
+    const x = u[0];
+    const sign = (x >>> 16) & 0x8000;
+    const exp = (x >>> 23) & 0xff;
+    let mant = x & 0x7fffff;
+    if (exp === 0xff) { out[i] = sign | 0x7c00 | (mant ? 0x200 : 0); continue; }
+    let e = exp - 127 + 15;
+    if (e >= 0x1f) { out[i] = sign | 0x7c00; continue; }
+    if (e <= 0) {
+      if (e < -10) { out[i] = sign; continue; }
+      mant |= 0x800000;
+      const shift = 14 - e;
+      let h = mant >>> shift;
+      const rem = mant & ((1 << shift) - 1), half = 1 << (shift - 1);
+      if (rem > half || (rem === half && (h & 1))) h++;
+      out[i] = sign | h;
+      continue;
+    }
+    let h = (e << 10) | (mant >>> 13);
+    const rem = mant & 0x1fff;
+    if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
+    out[i] = sign | h;
+  }
+  return out;
+}
+
+/// IEEE binary16 bits -> Float32Array.
+function halfToFloat(bits) {
+  const out = new Float32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) {
+    const h = bits[i];
+    const sign = h & 0x8000 ? -1 : 1;
+    const exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+    if (exp === 0) out[i] = sign * frac * 2 ** -24;
+    else if (exp === 31) out[i] = frac ? NaN : sign * Infinity;
+    else out[i] = sign * (1 + frac / 1024) * 2 ** (exp - 15);
+  }
+  return out;
+}
+
+/// A tensor's values as numbers (float16 decoded).
+function values(t) {
+  return t.type === 'float16' ? halfToFloat(t.data) : t.data;
+}
+
+const i64 = (arr, dims) => new ort.Tensor('int64', BigInt64Array.from(arr.map(BigInt)), dims);
+const bool = (arr, dims) => new ort.Tensor('bool', Uint8Array.from(arr.map((v) => (v ? 1 : 0))), dims);
+
+class VlmPackage {
+  static async load(dir) {
+    const p = new VlmPackage();
+    const opts = { graphOptimizationLevel: process.env.ARCHC_ORT_OPT || 'all', intraOpNumThreads: 1 };
+    const file = (g) => {
+      const d = path.join(dir, g);
+      const f = fs.readdirSync(d).find((n) => n.endsWith('.onnx'));
+      return path.join(d, f);
+    };
+    p.vision = await ort.InferenceSession.create(file('vision_encoder'), opts);
+    p.embedding = await ort.InferenceSession.create(file('embedding'), opts);
+    p.decoder = await ort.InferenceSession.create(file('decoder'), opts);
+    p.genai = JSON.parse(fs.readFileSync(path.join(dir, 'genai_config.json'), 'utf8'));
+    const dec = p.decoder.inputMetadata;
+    p.stateInputs = dec.filter((m) => m.name.startsWith('past_key_values.'));
+    p.decoderInputs = new Map(dec.map((m) => [m.name, m]));
+    p.floatType = p.decoderInputs.get('inputs_embeds').type;
+    return p;
+  }
+
+  /// A float tensor in the package's activation type.
+  floatTensor(data, dims) {
+    return this.floatType === 'float16'
+      ? new ort.Tensor('float16', floatToHalf(data), dims)
+      : new ort.Tensor('float32', Float32Array.from(data), dims);
+  }
+
+  /// Runs the vision encoder: `inputs` maps its input names to
+  /// {dtype, shape, data} (safetensors tensors). Returns its outputs.
+  async encode(inputs) {
+    const feeds = {};
+    for (const m of this.vision.inputMetadata) {
+      const t = inputs[m.name];
+      if (!t) throw new Error(`vision encoder input ${m.name} not given`);
+      feeds[m.name] = m.type === 'int64' ? new ort.Tensor('int64', t.data, t.shape)
+        : this.floatTensor(t.data, t.shape);
+    }
+    return this.vision.run(feeds);
+  }
+
+  /// Zero-row features for text-only steps ([0, hidden], or [n, 0, hidden]).
+  emptyLike(name) {
+    const m = this.decoderInputs.get(name) ||
+      this.embedding.inputMetadata.find((x) => x.name === name);
+    const shape = m.shape.map((d, i) => (typeof d === 'number' ? d : 0));
+    return new ort.Tensor(m.type, m.type === 'float16' ? new Uint16Array(0) : new Float32Array(0), shape);
+  }
+
+  emptyState(batch) {
+    const state = {};
+    for (const m of this.stateInputs) {
+      const shape = m.shape.map((d) => (typeof d === 'number' ? d : d === 'batch_size' ? batch : 0));
+      const n = shape.reduce((a, b) => a * b, 1);
+      state[m.name] = new ort.Tensor(m.type, m.type === 'float16' ? new Uint16Array(n) : new Float32Array(n), shape);
+    }
+    return state;
+  }
+
+  /// inputs_embeds of token rows with `features` (an ort tensor, or null
+  /// for a text-only step).
+  async embed(rows, features) {
+    const b = rows.length, s = rows[0].length;
+    const out = await this.embedding.run({
+      input_ids: i64(rows.flat(), [b, s]),
+      image_features: features || this.emptyLike('image_features'),
+    });
+    return out.inputs_embeds;
+  }
+
+  /// One decoder call. `extra` holds per-model inputs by name (ort
+  /// tensors); missing ones get their text-only value (token_type_ids 0,
+  /// visual_pos_masks false, zero-row deepstack features).
+  async decode(embeds, mask, positions, state, extra) {
+    const [b, s] = embeds.dims;
+    const feeds = { inputs_embeds: embeds, ...state };
+    feeds.attention_mask = i64(mask.flat(), [b, mask[0].length]);
+    const pos = this.decoderInputs.get('position_ids');
+    feeds.position_ids = i64(positions.flat(2), pos.shape.length === 3 ? [3, b, s] : [b, s]);
+    for (const [name, m] of this.decoderInputs) {
+      if (name in feeds) continue;
+      if (extra && extra[name]) { feeds[name] = extra[name]; continue; }
+      if (m.type === 'bool') feeds[name] = bool(new Array(b * s).fill(0), [b, s]);
+      else if (m.type === 'int64') feeds[name] = i64(new Array(b * s).fill(0), [b, s]);
+      else feeds[name] = this.emptyLike(name);
+    }
+    const out = await this.decoder.run(feeds);
+    const next = {};
+    for (const [name, t] of Object.entries(out))
+      if (name.startsWith('present.')) next['past_key_values.' + name.slice('present.'.length)] = t;
+    return { logits: values(out.logits), dims: out.logits.dims, state: next };
+  }
+}
+
+module.exports = { VlmPackage, values, i64, bool, floatToHalf, halfToFloat };
