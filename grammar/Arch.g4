@@ -92,7 +92,7 @@ expr : value=chain ('?' then=expr ':' otherwise=expr)? ;
 chain : unary (binaryOp unary)* ;
 
 binaryOp
-  : op=( '*' | '/' | '//' | '%'
+  : op=( '*' | '/' | '%'
        | '+' | '-'
        | '<' | '<=' | '>' | '>=' | '==' | '!='
        | ANDOP | AND

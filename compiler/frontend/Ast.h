@@ -161,7 +161,6 @@ enum class UnaryOp { Neg, Not };
 enum class BinaryOp {
   Mul,
   Div,
-  FloorDiv,
   Mod,
   Add,
   Sub,

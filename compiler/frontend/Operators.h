@@ -93,7 +93,6 @@ constexpr OperatorInfo compound(std::string_view s, BinaryOp op) {
 inline constexpr OperatorInfo kOperators[] = {
     detail::binary("*", BinaryOp::Mul, 7),
     detail::binary("/", BinaryOp::Div, 7),
-    detail::binary("//", BinaryOp::FloorDiv, 7),
     detail::binary("%", BinaryOp::Mod, 7),
     detail::binary("+", BinaryOp::Add, 6),
     detail::binary("-", BinaryOp::Sub, 6),

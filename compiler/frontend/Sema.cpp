@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/Sema.h"
 
+#include "frontend/AstWalk.h"
+
 #include "frontend/Builtins.h"
 
 #include <algorithm>
@@ -588,10 +590,6 @@ private:
         unknownName(n->name, e.getRange(), scope);
       return;
     }
-    case ast::Expr::Kind::List:
-      for (auto &x : cast<ast::ListExpr>(&e)->elems)
-        checkExpr(*x, scope);
-      return;
     case ast::Expr::Kind::Member: {
       auto *m = cast<ast::MemberExpr>(&e);
       if (auto *base = dyn_cast<ast::NameExpr>(m->base.get());
@@ -606,38 +604,10 @@ private:
     case ast::Expr::Kind::Call:
       checkCall(*cast<ast::CallExpr>(&e), scope);
       return;
-    case ast::Expr::Kind::Index: {
-      auto *i = cast<ast::IndexExpr>(&e);
-      checkExpr(*i->base, scope);
-      checkExpr(*i->index, scope);
-      return;
-    }
     case ast::Expr::Kind::Scope: {
       auto *s = cast<ast::ScopeExpr>(&e);
       checkPlaceholders(s->scope, s->scopeRange, scope);
       checkExpr(*s->inner, scope);
-      return;
-    }
-    case ast::Expr::Kind::Unary:
-      checkExpr(*cast<ast::UnaryExpr>(&e)->operand, scope);
-      return;
-    case ast::Expr::Kind::Binary: {
-      auto *b = cast<ast::BinaryExpr>(&e);
-      checkExpr(*b->lhs, scope);
-      checkExpr(*b->rhs, scope);
-      return;
-    }
-    case ast::Expr::Kind::In: {
-      auto *b = cast<ast::InExpr>(&e);
-      checkExpr(*b->lhs, scope);
-      checkExpr(*b->rhs, scope);
-      return;
-    }
-    case ast::Expr::Kind::Cond: {
-      auto *c = cast<ast::CondExpr>(&e);
-      checkExpr(*c->cond, scope);
-      checkExpr(*c->then, scope);
-      checkExpr(*c->otherwise, scope);
       return;
     }
     case ast::Expr::Kind::Fn: {
@@ -655,7 +625,8 @@ private:
       loopDepth = savedLoop;
       return;
     }
-    default:
+    default: // literals, operators, lists, indexing
+      ast::forEachChild(e, [&](const ast::Expr &x) { checkExpr(x, scope); });
       return;
     }
   }

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "irgen/ConfigBinder.h"
 
+#include "frontend/AstQueries.h"
+
 #include "irgen/Evaluator.h"
 
 #include <fmt/format.h>
@@ -67,51 +69,6 @@ EvalValue jsonToValue(const nlohmann::json &j, SourceRange where,
 }
 
 namespace {
-
-void collectNames(const ast::Expr &e, std::set<std::string> &out) {
-  switch (e.getKind()) {
-  case ast::Expr::Kind::Name:
-    out.insert(cast<ast::NameExpr>(&e)->name);
-    return;
-  case ast::Expr::Kind::List:
-    for (auto &x : cast<ast::ListExpr>(&e)->elems)
-      collectNames(*x, out);
-    return;
-  case ast::Expr::Kind::Member:
-    collectNames(*cast<ast::MemberExpr>(&e)->base, out);
-    return;
-  case ast::Expr::Kind::Call:
-    collectNames(*cast<ast::CallExpr>(&e)->callee, out);
-    for (auto &a : cast<ast::CallExpr>(&e)->args)
-      collectNames(*a.value, out);
-    return;
-  case ast::Expr::Kind::Index:
-    collectNames(*cast<ast::IndexExpr>(&e)->base, out);
-    collectNames(*cast<ast::IndexExpr>(&e)->index, out);
-    return;
-  case ast::Expr::Kind::Scope:
-    collectNames(*cast<ast::ScopeExpr>(&e)->inner, out);
-    return;
-  case ast::Expr::Kind::Unary:
-    collectNames(*cast<ast::UnaryExpr>(&e)->operand, out);
-    return;
-  case ast::Expr::Kind::Binary:
-    collectNames(*cast<ast::BinaryExpr>(&e)->lhs, out);
-    collectNames(*cast<ast::BinaryExpr>(&e)->rhs, out);
-    return;
-  case ast::Expr::Kind::In:
-    collectNames(*cast<ast::InExpr>(&e)->lhs, out);
-    collectNames(*cast<ast::InExpr>(&e)->rhs, out);
-    return;
-  case ast::Expr::Kind::Cond:
-    collectNames(*cast<ast::CondExpr>(&e)->cond, out);
-    collectNames(*cast<ast::CondExpr>(&e)->then, out);
-    collectNames(*cast<ast::CondExpr>(&e)->otherwise, out);
-    return;
-  default:
-    return;
-  }
-}
 
 /// Finds `path` ("a" or "a.b.c") in `obj`; returns the value and its JSON
 /// pointer, or null.
@@ -235,7 +192,7 @@ private:
 
   void resolveDeps(const ast::Expr &expr) {
     std::set<std::string> names;
-    collectNames(expr, names);
+    ast::collectNamesRead(expr, names);
     for (const std::string &n : names)
       resolve(n);
   }

@@ -164,6 +164,10 @@ TEST(Lexer, MatchesTheGeneratedLexerOnTrickyInput) {
       "a ~ b",
       "x = 1 /* open comment",
       "matches importx arch_ let_ in2 fn() none true false",
+      // `//` always opens a comment, also with nothing after it (there is
+      // no `//` operator: floor division is floor(a / b)).
+      "a = b //\nc = d //",
+      "a = b//c\n//\n//\r\nx",
   };
   for (const char *c : cases)
     EXPECT_EQ(compareWithGeneratedLexer(c), "") << c;
