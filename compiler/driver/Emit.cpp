@@ -136,6 +136,7 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     o.genaiConfig = opts.genaiConfig;
     o.kvCache = opts.kvCache;
     o.quant = quantOptions(opts);
+    o.target = opts.target == "ort" ? OnnxTarget::Ort : OnnxTarget::Portable;
     if (!opts.weights.empty() &&
         !readCheckpointQuant(*c.config, diags, o.checkpointQuant))
       return false;

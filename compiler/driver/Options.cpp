@@ -81,6 +81,8 @@ ONNX (-emit=onnx):
                        random | zeros
   --seed=<n>           seed for --init=random (default 0)
   --no-kv-cache        single-pass model without past/present I/O
+  --target=<t>         portable (default): standard ONNX ops only |
+                       ort: ONNX Runtime's contrib ops where faster
   --no-genai-config    do not write genai_config.json
   --embed-weights      store weights inside the .onnx (models < 2 GiB)
   --data-chunk-size=<bytes>
@@ -371,6 +373,17 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       o.seed = static_cast<uint64_t>(v[0]);
     } else if (name == "--no-kv-cache") {
       o.kvCache = false;
+    } else if (name == "--target") {
+      if (!need())
+        return false;
+      if (value != "portable" && value != "ort") {
+        fmt::print(stderr,
+                   "archc: error: --target must be portable or ort, "
+                   "got '{}'\n",
+                   value);
+        return false;
+      }
+      o.target = value;
     } else if (name == "--no-genai-config") {
       o.genaiConfig = false;
     } else if (name == "--embed-weights") {

@@ -57,6 +57,7 @@ struct Options {
   uint64_t dataChunkBytes = 0; ///< --data-chunk-size (0: under 2 GiB)
   uint64_t seed = 0;
   bool kvCache = true;
+  std::string target = "portable"; ///< --target: portable | ort
   bool genaiConfig = true;
   bool embedWeights = false;
 

@@ -163,7 +163,7 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
     if (u.slice && u.inOut)
       inOut.insert(u.param->attr<std::string>("name"));
   plan.setInOutWeights(std::move(inOut));
-  OnnxLowering lowering(m, *graph, plan, diags, opts.quant);
+  OnnxLowering lowering(m, *graph, plan, diags, opts.quant, opts.target);
   if (!lowering.run())
     return false;
   if (lowering.usesContribOps()) {

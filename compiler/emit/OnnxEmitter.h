@@ -10,6 +10,7 @@
 #ifndef ARCHC_EMIT_ONNXEMITTER_H
 #define ARCHC_EMIT_ONNXEMITTER_H
 
+#include "emit/OnnxTarget.h"
 #include "ir/IR.h"
 #include "ir/WeightQuant.h"
 #include "support/Diagnostics.h"
@@ -40,6 +41,8 @@ struct OnnxEmitOptions {
   uint64_t dataChunkBytes = 0; ///< external data file limit (0 = < 2 GiB)
   /// --quant: Linear weights block-quantized (MatMulNBits).
   ir::QuantOptions quant;
+  /// --target: portable standard ONNX, or ONNX Runtime's contrib ops.
+  OnnxTarget target = OnnxTarget::Portable;
   /// The checkpoint's own quantization (config.json quantization_config).
   ir::CheckpointQuant checkpointQuant;
   /// config.json (for genai_config.json: token ids, context length, type).

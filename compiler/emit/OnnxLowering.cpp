@@ -45,9 +45,10 @@ std::string onnxDimName(const ir::SymExpr &e) {
 
 OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
                            WeightPlan &w, DiagnosticEngine &d,
-                           const ir::QuantOptions &quant)
+                           const ir::QuantOptions &quant, OnnxTarget target)
     : module(m), b(g), weights(w), diags(d),
-      act(onnxDType(ir::dtypeName(m.activationDType))), quant(quant) {
+      act(onnxDType(ir::dtypeName(m.activationDType))), target(target),
+      quant(quant) {
   if (quant.enabled())
     planQuantization();
 }

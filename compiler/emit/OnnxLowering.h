@@ -13,6 +13,7 @@
 #define ARCHC_EMIT_ONNXLOWERING_H
 
 #include "emit/OnnxBuilder.h"
+#include "emit/OnnxTarget.h"
 #include "emit/WeightPlan.h"
 #include "ir/IR.h"
 #include "ir/WeightQuant.h"
@@ -35,7 +36,8 @@ std::string onnxDimName(const ir::SymExpr &e);
 class OnnxLowering {
 public:
   OnnxLowering(const ir::Module &m, onnx::GraphProto &g, WeightPlan &w,
-               DiagnosticEngine &d, const ir::QuantOptions &quant = {});
+               DiagnosticEngine &d, const ir::QuantOptions &quant = {},
+               OnnxTarget target = OnnxTarget::Portable);
   /// Lowers the whole graph (inputs, ops, outputs).
   bool run();
   /// Whether the graph uses com.microsoft contrib ops (quantized weights).
@@ -60,6 +62,7 @@ private:
   /// Shape(x)[:-1] per tensor, shared by the matmuls that read x.
   std::map<std::string, std::string> leadingShape;
   int64_t expert = -1; ///< expert index while lowering an expert body
+  OnnxTarget target;   ///< --target: portable ONNX or ONNX Runtime
 
   // Core (OnnxLowering.cpp).
   bool lowerBlock(const ir::Block &block);
