@@ -3,6 +3,7 @@
 #include "ir/BlockEquality.h"
 #include "irgen/Evaluator.h"
 #include "irgen/LayerKeys.h"
+#include "support/CheckedArith.h"
 
 #include <fmt/format.h>
 
@@ -31,13 +32,25 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
     return Flow::Normal;
   }
   int64_t begin = lo.getInt(), end = hi.getInt();
-  if (end - begin > kMaxLayers) {
+  // The count is checked before anything iterates: a difference that does
+  // not fit in int64 is over the limit too.
+  std::optional<int64_t> iterations = checkedSub(end, begin);
+  if (!iterations || *iterations > kMaxLayers) {
     error(s.hi->getRange(),
-          fmt::format("layer loop of {} iterations exceeds the limit of {}",
-                      end - begin, kMaxLayers));
+          fmt::format("layer loop {} .. {} exceeds the limit of {} "
+                      "iterations",
+                      begin, end, kMaxLayers));
     return Flow::Normal;
   }
-  if (end <= begin)
+  // A count that comes out negative is a wrong config (num_hidden_layers
+  // = -1), not an empty model.
+  if (begin < 0 || *iterations < 0) {
+    error(begin < 0 ? s.lo->getRange() : s.hi->getRange(),
+          fmt::format("layer loop {} .. {} has a negative {}", begin, end,
+                      begin < 0 ? "start" : "number of iterations"));
+    return Flow::Normal;
+  }
+  if (end == begin)
     return Flow::Normal;
 
   // Loop-carried values: names assigned in the body that exist before it.

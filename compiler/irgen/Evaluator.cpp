@@ -169,3 +169,37 @@ EvalValue Evaluator::declareParam(const std::string &name,
 }
 
 } // namespace archc
+
+namespace archc {
+
+bool Evaluator::checkModelSize() {
+  int64_t tensors = 0, params = 0;
+  for (const ir::WeightDecl &w : module.weights) {
+    int64_t elements = 1;
+    for (const ir::SymExpr &d : w.type.dims)
+      elements *= d.getConstant().value_or(1); // <= 2^48 (declareParam)
+    // count() <= kMaxLayers x kMaxExperts and elements <= 2^48, so only
+    // the product can overflow.
+    int64_t n = w.count(), p = 0;
+    bool over = __builtin_mul_overflow(elements, n, &p) ||
+                __builtin_add_overflow(params, p, &params) ||
+                params > kMaxParams;
+    tensors += n;
+    if (tensors > kMaxTensors) {
+      error(w.loc, fmt::format("the model would have more than {} weight "
+                               "tensors (the limit); check the config's "
+                               "layer and expert counts",
+                               kMaxTensors));
+      return false;
+    }
+    if (over) {
+      error(w.loc, fmt::format("the model would have more than 2^50 "
+                               "parameters (the limit); check the config's "
+                               "sizes"));
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace archc

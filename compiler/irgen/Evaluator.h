@@ -35,6 +35,12 @@ public:
                                     const std::shared_ptr<Env> &env,
                                     const char *what);
 
+  /// Bounds on what a config may ask for (docs/limits.md): weight tensors
+  /// in a model, parameters in a model, routed experts of one op.
+  static constexpr int64_t kMaxTensors = int64_t(1) << 20;
+  static constexpr int64_t kMaxParams = int64_t(1) << 50;
+  static constexpr int64_t kMaxExperts = int64_t(1) << 12;
+
   /// Builds the module's graph from the arch's model (`model`, or the main
   /// one when null). `configEnv` holds the bound config values. Returns
   /// false when errors were reported.
@@ -119,6 +125,9 @@ private:
   EvalValue evalScope(const ast::ScopeExpr &e, const std::shared_ptr<Env> &env);
   EvalValue arith(ast::BinaryOp op, const EvalValue &a, const EvalValue &b,
                   SourceRange range);
+  /// `op` on symbolic dims (throws std::overflow_error on overflow).
+  EvalValue dimArith(ast::BinaryOp op, const ir::SymExpr &x,
+                     const ir::SymExpr &y, SourceRange range);
 
   // Calls.
   /// An evaluated call argument; `name` points into the AST (empty when
@@ -164,6 +173,9 @@ private:
                                       const ir::AttrSpec &spec,
                                       const BoundArg &a);
   /// Builds an op's region from a function argument (expert bodies).
+  /// The weight tensor and parameter counts are within kMaxTensors and
+  /// kMaxParams; otherwise an error at the declaration that crosses one.
+  bool checkModelSize();
   bool buildRegion(const ir::OpSchema &s, ir::Op &op, const Callable &fn,
                    SourceRange fnRange, SourceRange range);
   std::string currentScope() const;
