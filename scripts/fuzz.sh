@@ -2,8 +2,8 @@
 # Bounded fuzzing of archc's input parsers (docs/testing.md, "Fuzzing").
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60 s each; all
 #   targets: arch config safetensors weights)
-# Builds the libFuzzer targets with clang-14, ASan and UBSan into
-# ./build-fuzz, seeds each from the tree (archs/, archs/configs/, lit/, the
+# Builds the libFuzzer targets with clang-14, ASan and UBSan (the
+# scripts/sanitize.sh build, ./build-asan), seeds each from the tree (archs/, archs/configs/, lit/, the
 # regression inputs), runs it for the time given, and copies every input
 # that crashed, leaked past the memory limit or timed out into
 # fuzz/regressions/<target>/, which the ctest tests fuzz.replay.<target>
@@ -14,27 +14,21 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(arch config safetensors weights)
-jobs="${ARCHC_JOBS:-$(nproc 2>/dev/null || echo 2)}"
-CC="${CC:-clang-14}"
-CXX="${CXX:-clang++-14}"
-if ! command -v "$CXX" >/dev/null ||
+if ! command -v clang++-14 >/dev/null ||
    ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
-  echo "fuzz.sh: needs $CXX and libFuzzer (Debian: apt-get install clang-14 libclang-rt-14-dev)" >&2
+  echo "fuzz.sh: needs clang++-14 and libFuzzer (Debian: apt-get install clang-14 libclang-rt-14-dev)" >&2
   exit 2
 fi
-generator=()
-if command -v ninja >/dev/null; then generator=(-G Ninja); fi
-if [ ! -f build-fuzz/CMakeCache.txt ]; then
-  CC="$CC" CXX="$CXX" cmake -S . -B build-fuzz "${generator[@]}" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DARCHC_FUZZ=ON -DARCHC_BUILD_TESTS=OFF
+# The sanitizer build (scripts/sanitize.sh) holds the fuzz targets when it is
+# compiled with clang.
+if [ -f build-asan/CMakeCache.txt ] && ! grep -q '^ARCHC_FUZZ:BOOL=ON' build-asan/CMakeCache.txt; then
+  echo "fuzz.sh: build-asan was configured without clang/ARCHC_FUZZ; remove it and rerun" >&2
+  exit 2
 fi
-build_targets=(archc)
-for t in "${targets[@]}"; do build_targets+=("archc-fuzz-$t"); done
-cmake --build build-fuzz -j "$jobs" --target "${build_targets[@]}"
-
+scripts/sanitize.sh --build-only
 export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
 export ARCHC_ARCHS_DIR="$PWD/archs"
-work="build-fuzz/runs"
+work="build-asan/fuzz-runs"
 failed=0
 for t in "${targets[@]}"; do
   seeds="$work/$t/seeds"
@@ -48,14 +42,14 @@ for t in "${targets[@]}"; do
     safetensors|weights)
       # The tiny Llama's checkpoint in two dtypes (make_safetensors.py).
       for dtype in F32 BF16; do
-        build-fuzz/bin/archc archs/llama.arch --config archs/configs/tiny/llama.json -emit=weights |
+        build-asan/bin/archc archs/llama.arch --config archs/configs/tiny/llama.json -emit=weights |
           /usr/bin/python3 lit/Inputs/make_safetensors.py "$seeds/tiny-$dtype.safetensors" --dtype "$dtype"
       done ;;
   esac
   cp -r "fuzz/regressions/$t/." "$seeds/" 2>/dev/null || true
   echo "fuzz.sh: $t for $seconds s ($(ls "$seeds" | wc -l) seeds)"
   set +e
-  "build-fuzz/bin/archc-fuzz-$t" -max_total_time="$seconds" -timeout=20 \
+  "build-asan/bin/archc-fuzz-$t" -max_total_time="$seconds" -timeout=20 \
     -rss_limit_mb=4096 -max_len=262144 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$corpus" "$seeds" \
     > "$work/$t/log.txt" 2>&1
