@@ -36,10 +36,12 @@ public:
                                     const char *what);
 
   /// Bounds on what a config may ask for (docs/limits.md): weight tensors
-  /// in a model, parameters in a model, routed experts of one op.
+  /// in a model, parameters in a model, routed experts of one op, expert
+  /// bodies of a model (experts x layers: the ONNX lowering writes each).
   static constexpr int64_t kMaxTensors = int64_t(1) << 20;
   static constexpr int64_t kMaxParams = int64_t(1) << 50;
   static constexpr int64_t kMaxExperts = int64_t(1) << 12;
+  static constexpr int64_t kMaxExpertInstances = int64_t(1) << 17;
 
   /// Builds the module's graph from the arch's model (`model`, or the main
   /// one when null). `configEnv` holds the bound config values. Returns
@@ -173,8 +175,9 @@ private:
                                       const ir::AttrSpec &spec,
                                       const BoundArg &a);
   /// Builds an op's region from a function argument (expert bodies).
-  /// The weight tensor and parameter counts are within kMaxTensors and
-  /// kMaxParams; otherwise an error at the declaration that crosses one.
+  /// The weight tensor, parameter and expert-body counts are within
+  /// kMaxTensors, kMaxParams and kMaxExpertInstances; otherwise an error at
+  /// the declaration that crosses one (the arch for expert bodies).
   bool checkModelSize();
   bool buildRegion(const ir::OpSchema &s, ir::Op &op, const Callable &fn,
                    SourceRange fnRange, SourceRange range);
