@@ -36,9 +36,11 @@ for t in "${targets[@]}"; do
   artifacts="$work/$t/artifacts"
   rm -rf "$seeds" "$artifacts"
   mkdir -p "$seeds" "$corpus" "$artifacts"
+  # Seeds are named by their path (several folders hold an h8.json).
+  seed() { while IFS= read -r -d '' f; do cp "$f" "$seeds/$(echo "$f" | tr / _)"; done; }
   case "$t" in
-    arch) find archs lit -name '*.arch' -size -64k -exec cp -t "$seeds" {} + ;;
-    config) find archs/configs lit -name '*.json' -size -64k -exec cp -t "$seeds" {} + ;;
+    arch) find archs lit -name '*.arch' -size -64k -print0 | seed ;;
+    config) find archs/configs lit -name '*.json' -size -64k -print0 | seed ;;
     safetensors|weights)
       # The tiny Llama's checkpoint in two dtypes (make_safetensors.py).
       for dtype in F32 BF16; do
