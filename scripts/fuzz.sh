@@ -3,9 +3,10 @@
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60 s each; all
 #   targets: arch config safetensors weights)
 # Builds the libFuzzer targets with clang-14, ASan and UBSan (the
-# scripts/sanitize.sh build, ./build-asan), seeds each from the tree (archs/, archs/configs/, lit/, the
-# regression inputs), runs it for the time given, and copies every input
-# that crashed, leaked past the memory limit or timed out into
+# scripts/sanitize.sh build, ./build-asan), seeds each from the tree
+# (archs/, archs/configs/, lit/, a tiny checkpoint, the regression inputs),
+# runs it for the time given, and copies every input that crashed, went past
+# the memory limit or timed out into
 # fuzz/regressions/<target>/, which the ctest tests fuzz.replay.<target>
 # replay with the normal build. Exit 1 if any target found a failure.
 set -euo pipefail
