@@ -212,16 +212,26 @@ def main():
               "facts": facts, "emit_s": emit_s, "load_s": raw["load_s"],
               "median": summary, "per_round": per_round}
 
+    moe_bench = None
     if not args.no_moe:
         sys.path.insert(0, BENCH)
         try:
             import moe_bench  # written by the MoE work; optional
         except ImportError:
             moe_bench = None
-        if moe_bench is not None and hasattr(moe_bench, "run_all"):
-            result["moe"] = moe_bench.run_all(
-                archc=args.archc, work=os.path.join(work, "moe"),
-                rounds=args.rounds, threads=args.threads)
+        if moe_bench is not None:
+            # bench/moe_bench.py's entry points: graph sizes and emission
+            # times of the real MoE configs, MoE vs dense per target.
+            result["moe"] = {}
+            if hasattr(moe_bench, "node_counts"):
+                result["moe"]["sizes"] = moe_bench.node_counts(
+                    archc=args.archc, rounds=args.rounds)
+            if hasattr(moe_bench, "moe_vs_dense"):
+                result["moe"]["speed"] = [
+                    moe_bench.moe_vs_dense(archc=args.archc,
+                                           rounds=args.rounds,
+                                           threads=args.threads, target=t)
+                    for t in args.targets.split(",")]
 
     print(f"threads {args.threads}, rounds {args.rounds} (medians; ratios "
           f"taken within a round)")
@@ -252,8 +262,12 @@ def main():
                   f"{summary[f'{target}.prefill_ms']:8.1f} ms = "
                   f"{summary[f'{target}.prefill_vs_sgemm']:.2f}x the sgemm "
                   f"bound")
-    if "moe" in result:
-        print("  moe:", json.dumps(result["moe"], indent=2))
+    moe = result.get("moe", {})
+    if "sizes" in moe and hasattr(moe_bench, "print_sizes"):
+        moe_bench.print_sizes(moe["sizes"])
+    for r in moe.get("speed", []):
+        if hasattr(moe_bench, "print_speed"):
+            moe_bench.print_speed(r)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)

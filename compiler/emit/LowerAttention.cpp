@@ -356,8 +356,8 @@ std::string OnnxLowering::groupedScores(const std::string &q4,
   auto it = maskCache.find(key);
   std::string shape = it != maskCache.end() ? it->second : "";
   if (shape.empty()) {
-    shape = shapeTensor({dims.batch, dims.kvHeads, dims.groups, dims.seq,
-                         dims.total});
+    shape = shapeTensor(
+        {dims.batch, dims.kvHeads, dims.groups, dims.seq, dims.total});
     if (!shape.empty())
       maskCache[key] = shape;
   }
@@ -391,8 +391,7 @@ std::string OnnxLowering::groupedValues(const std::string &probs5,
   if (shape.empty()) {
     std::string s = b.node("Shape", {probs5});
     shape = b.node("Concat",
-                   {b.node("Slice", {s, b.i64({0}), b.i64({2})}),
-                    b.i64({-1}),
+                   {b.node("Slice", {s, b.i64({0}), b.i64({2})}), b.i64({-1}),
                     b.node("Slice", {s, b.i64({4}), b.i64({5})})},
                    {OnnxAttr::integer("axis", 0)});
   }

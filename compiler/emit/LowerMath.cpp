@@ -134,9 +134,9 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
     std::string ms = b.node(
         "ReduceMean", {b.node("Pow", {x, b.f32Scalar(2.0f)})},
         {OnnxAttr::list("axes", {-1}), OnnxAttr::integer("keepdims", 1)});
-    std::string rms = b.node(
-        "Sqrt", {b.node("Add", {ms, b.f32Scalar(static_cast<float>(
-                                         op.attr<double>("eps")))})});
+    std::string rms =
+        b.node("Sqrt", {b.node("Add", {ms, b.f32Scalar(static_cast<float>(
+                                               op.attr<double>("eps")))})});
     std::string y = b.node("Div", {x, rms});
     double offset = op.attr<double>("offset");
     if (op.getNumOperands() > 1 && offset != 0.0) {

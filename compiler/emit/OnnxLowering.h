@@ -121,8 +121,7 @@ private:
   /// probs5 [B, Hkv, G, S, T] times `values` [B, Hkv, T, Dv] as
   /// [B, Hkv, G * S, Dv].
   std::string groupedValues(const std::string &probs5,
-                            const std::string &values,
-                            const GroupedDims &dims);
+                            const std::string &values, const GroupedDims &dims);
   /// The boolean mask of allowed (query, key) pairs, broadcastable to
   /// [B, Hkv, G, S, T]; `keys` with its sequence axis gives T when the op
   /// reads no padding mask. A window keeps the last `window` keys, a chunk
