@@ -43,7 +43,7 @@ function randomTensor(type, shape) {
 // Feeds of one call: `s` new tokens after `past` cached ones (batch 1).
 function feeds(m, past, s) {
   const f = {
-    input_ids: i64([Array.from({ length: s }, (_, i) => (i * 7919) % 1000 + 10)]),
+    input_ids: i64([Array.from({ length: s }, (_, i) => ((i * 7919) % 1000 + 10) % m.spec.vocab)]),
     attention_mask: i64([new Array(past + s).fill(1)]),
   };
   if (m.inputs.some((i) => i.name === 'position_ids'))

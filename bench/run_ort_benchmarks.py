@@ -127,6 +127,10 @@ def main():
     ap.add_argument("--pasts", default="128,1024")
     ap.add_argument("--prefill", type=int, default=512)
     ap.add_argument("--targets", default="portable,ort")
+    ap.add_argument("--compare-archc", default=None,
+                    help="also time the portable model another archc emits "
+                    "(e.g. a build of main), labelled 'compare', in the same "
+                    "rounds")
     ap.add_argument("--gemv-mib", type=int, default=1024,
                     help="GEMV weight size (square, f32)")
     ap.add_argument("--probe-mib", type=int, default=1024)
@@ -155,12 +159,18 @@ def main():
     heads = cfg["num_attention_heads"]
     q_width = heads * cfg.get("head_dim", cfg["hidden_size"] // heads)
     models, facts, emit_s = [], {}, {}
-    for target in args.targets.split(","):
-        path = os.path.join(work, "dense-" + target, "model.onnx")
-        emit_s[target] = emit(args.archc, args.config, target, path)
-        facts[target] = model_facts(path)
-        models.append({"label": target, "path": path, "pasts": pasts,
-                       "decodes": args.decodes, "prefill": args.prefill})
+    # (label, archc, target): the --targets, then the comparison build.
+    variants = [(t, args.archc, t) for t in args.targets.split(",")]
+    if args.compare_archc:
+        variants.append(("compare", args.compare_archc, "portable"))
+    labels = [v[0] for v in variants]
+    for label, archc, target in variants:
+        path = os.path.join(work, "dense-" + label, "model.onnx")
+        emit_s[label] = emit(archc, args.config, target, path)
+        facts[label] = model_facts(path)
+        models.append({"label": label, "path": path, "pasts": pasts,
+                       "decodes": args.decodes, "prefill": args.prefill,
+                       "vocab": cfg["vocab_size"]})
     plan = {"threads": args.threads, "rounds": args.rounds,
             "probe": {"bin": probe, "mib": args.probe_mib, "passes": 5},
             "gemv": {"model": gemv, "k": side, "runs": 5},
@@ -170,8 +180,9 @@ def main():
     with open(plan_path, "w") as f:
         json.dump(plan, f)
     run = subprocess.run([NODE, os.path.join(BENCH, "ort_bench.js"),
-                          plan_path], check=True, capture_output=True,
-                         text=True)
+                          plan_path], capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit("ort_bench.js failed:\n" + run.stderr[-4000:])
     raw = json.loads(run.stdout)
 
     gemv_bytes = side * side * 4
@@ -240,7 +251,7 @@ def main():
           f"({gemv_bytes / 1e9:.2f} GB of weights)")
     print(f"  ORT sgemm                   {summary['sgemm_gflops']:8.2f} "
           f"GFLOP/s ({sg_m}x{sg_k}x{sg_n})")
-    for target in args.targets.split(","):
+    for target in labels:
         f = facts[target]
         print(f"  {target}: {f['nodes']} nodes, {f['weight_bytes'] / 1e9:.3f}"
               f" GB weights read per token, cache "
