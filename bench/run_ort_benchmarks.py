@@ -214,6 +214,18 @@ def main():
                 row[f"{target}.prefill_ms"] = m["prefill_ms"]
                 row[f"{target}.prefill_vs_sgemm"] = (
                     m["prefill_ms"] * 1e6 / (flops / row["sgemm_gflops"]))
+        if "compare" in r["models"]:
+            # Each model against the comparison build, step for step.
+            base = r["models"]["compare"]
+            for target, m in r["models"].items():
+                if target == "compare":
+                    continue
+                for past, ms in m["decode"].items():
+                    row[f"{target}.decode{past}_vs_compare"] = (
+                        ms / base["decode"][past])
+                if "prefill_ms" in m:
+                    row[f"{target}.prefill_vs_compare"] = (
+                        m["prefill_ms"] / base["prefill_ms"])
         per_round.append(row)
     summary = {k: med([r[k] for r in per_round if k in r])
                for k in per_round[0]}
@@ -268,6 +280,12 @@ def main():
         if len(pasts) > 1:
             print(f"    decode past {pasts[-1]} / past {pasts[0]}: "
                   f"{summary[f'{target}.decode{pasts[-1]}_vs_{pasts[0]}']:.3f}")
+        vs = [f"decode@{p} {summary[f'{target}.decode{p}_vs_compare']:.3f}"
+              for p in pasts if f"{target}.decode{p}_vs_compare" in summary]
+        if f"{target}.prefill_vs_compare" in summary:
+            vs.append(f"prefill {summary[f'{target}.prefill_vs_compare']:.3f}")
+        if vs:
+            print("    vs compare (per-round ratio, median): " + ", ".join(vs))
         if f"{target}.prefill_ms" in summary:
             print(f"    prefill {args.prefill}: "
                   f"{summary[f'{target}.prefill_ms']:8.1f} ms = "
