@@ -8,7 +8,8 @@
 //   cache:     new keys/values are moved to the [batch, heads, seq, d]
 //              storage layout and appended to the past state (Concat); the
 //              result is the present state.
-//   attention: GQA without repeating K/V (queries grouped per KV head),
+//   attention: GQA without repeating K/V (each KV head's G * S queries are
+//              the rows of one matmul against its keys, no broadcast),
 //              scaled scores, optional soft-capping, a boolean mask from
 //              absolute positions (causal, sliding window, chunks counted
 //              from the first real token) and the padding mask, optional sinks,
@@ -337,6 +338,67 @@ std::string OnnxLowering::alibiBias(const ir::Op &attn, const std::string &keys,
   return bias;
 }
 
+std::string OnnxLowering::groupedScores(const std::string &q4,
+                                        const std::string &keys,
+                                        const GroupedDims &dims) {
+  // [B, Hkv, G * S, D] x [B, Hkv, D, T]: ONNX Runtime folds the Transpose
+  // into the matmul (transB), so the cache is not copied either.
+  std::string kT =
+      b.node("Transpose", {keys}, {OnnxAttr::list("perm", {0, 1, 3, 2})});
+  std::string scores = widen(b.node("MatMul", {q4, kT}));
+  // Viewed [B, Hkv, G, S, T] for the masks and biases. The shape comes from
+  // the symbolic dims, built once per graph; from the scores themselves
+  // when a dim is not a graph symbol.
+  std::string key = "scores5/" + dims.batch.str() + "/" +
+                    std::to_string(dims.kvHeads) + "/" +
+                    std::to_string(dims.groups) + "/" + dims.seq.str() + "/" +
+                    dims.total.str();
+  auto it = maskCache.find(key);
+  std::string shape = it != maskCache.end() ? it->second : "";
+  if (shape.empty()) {
+    shape = shapeTensor(
+        {dims.batch, dims.kvHeads, dims.groups, dims.seq, dims.total});
+    if (!shape.empty())
+      maskCache[key] = shape;
+  }
+  if (shape.empty()) {
+    std::string s = b.node("Shape", {scores});
+    shape = b.node("Concat",
+                   {b.node("Slice", {s, b.i64({0}), b.i64({1})}),
+                    b.i64({dims.kvHeads, dims.groups, -1}),
+                    b.node("Slice", {s, b.i64({3}), b.i64({4})})},
+                   {OnnxAttr::integer("axis", 0)});
+  }
+  return b.node("Reshape", {scores, shape});
+}
+
+std::string OnnxLowering::groupedValues(const std::string &probs5,
+                                        const std::string &values,
+                                        const GroupedDims &dims) {
+  // [B, Hkv, G, S, T] -> [B, Hkv, G * S, T] x [B, Hkv, T, Dv]
+  std::string key = "probs4/" + dims.batch.str() + "/" +
+                    std::to_string(dims.kvHeads) + "/" +
+                    std::to_string(dims.groups) + "/" + dims.seq.str() + "/" +
+                    dims.total.str();
+  auto it = maskCache.find(key);
+  std::string shape = it != maskCache.end() ? it->second : "";
+  if (shape.empty()) {
+    shape = shapeTensor(
+        {dims.batch, dims.kvHeads, dims.seq * dims.groups, dims.total});
+    if (!shape.empty())
+      maskCache[key] = shape;
+  }
+  if (shape.empty()) {
+    std::string s = b.node("Shape", {probs5});
+    shape = b.node("Concat",
+                   {b.node("Slice", {s, b.i64({0}), b.i64({2})}), b.i64({-1}),
+                    b.node("Slice", {s, b.i64({4}), b.i64({5})})},
+                   {OnnxAttr::integer("axis", 0)});
+  }
+  std::string p4 = b.node("Reshape", {narrow(probs5), shape});
+  return b.node("MatMul", {p4, values});
+}
+
 bool OnnxLowering::lowerAttention(const ir::Op &op) {
   const ir::TensorType &qt = op.getOperand(0)->type;
   const ir::TensorType &kt = op.getOperand(1)->type;
@@ -347,24 +409,20 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
   int64_t dv = vt.dims[3].getConstant().value_or(0);
   int64_t groups = h / hk;
   const std::string &q = in(op.getOperand(0));
-  // q [B, S, H, D] -> [B, Hkv, G, S, D]
-  std::string q5 =
+  // q [B, S, H, D] -> [B, Hkv, G * S, D]: each KV head's queries are the
+  // rows of one matmul against that head's keys, which are read once (no
+  // broadcast over the groups, no repeated K/V).
+  std::string q4 =
       b.node("Reshape",
              {b.node("Transpose", {q}, {OnnxAttr::list("perm", {0, 2, 1, 3})}),
-              b.i64({0, hk, groups, -1, d})});
-  // k, v [B, Hkv, T, D] -> [B, Hkv, 1, D, T] and [B, Hkv, 1, T, Dv]
-  std::string kT =
-      b.node("Transpose",
-             {b.node("Unsqueeze", {storageOf(op.getOperand(1)), b.i64({2})})},
-             {OnnxAttr::list("perm", {0, 1, 2, 4, 3})});
-  std::string v5 =
-      b.node("Unsqueeze", {storageOf(op.getOperand(2)), b.i64({2})});
+              b.i64({0, hk, -1, d})});
+  GroupedDims dims{qt.dims[0], hk, groups, qt.dims[1], kt.dims[1]};
+  std::string scores = groupedScores(q4, storageOf(op.getOperand(1)), dims);
   const double *scaleAttr = op.optAttr<double>("scale");
   double scale =
       scaleAttr ? *scaleAttr : 1.0 / std::sqrt(static_cast<double>(d));
   const double *softcap = op.optAttr<double>("softcap");
   const int64_t *window = op.optAttr<int64_t>("window");
-  std::string scores = widen(b.node("MatMul", {q5, kT}));
   scores = b.node("Mul", {scores, b.f32Scalar(static_cast<float>(scale))});
   if (softcap) {
     std::string c = b.f32Scalar(static_cast<float>(*softcap));
@@ -379,14 +437,13 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
   scores = b.node("Where", {allowed, scores, b.f32Scalar(-FLT_MAX)});
   // Extra keys at the same positions (compressed entries): causal and
   // padding masks without the window, and the op's extra mask.
-  std::string extraV5, keyLen;
+  std::string extraV, keyLen;
   if (const ir::Value *ek = op.operand("extra_k")) {
     const ir::Value *ev = op.operand("extra_v");
-    std::string ekT =
-        b.node("Transpose", {b.node("Unsqueeze", {storageOf(ek), b.i64({2})})},
-               {OnnxAttr::list("perm", {0, 1, 2, 4, 3})});
-    extraV5 = b.node("Unsqueeze", {storageOf(ev), b.i64({2})});
-    std::string extra = widen(b.node("MatMul", {q5, ekT}));
+    extraV = storageOf(ev);
+    GroupedDims extraDims = dims;
+    extraDims.total = ek->type.dims[1];
+    std::string extra = groupedScores(q4, storageOf(ek), extraDims);
     extra = b.node("Mul", {extra, b.f32Scalar(static_cast<float>(scale))});
     if (softcap) {
       std::string c = b.f32Scalar(static_cast<float>(*softcap));
@@ -424,17 +481,21 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
     probs = b.node("Softmax", {scores}, {OnnxAttr::integer("axis", -1)});
   }
   std::string o;
-  if (!extraV5.empty()) {
+  if (!extraV.empty()) {
     std::vector<std::string> parts =
         b.nodeN("Split",
                 {probs, b.node("Concat", {keyLen, keyLen},
                                {OnnxAttr::integer("axis", 0)})},
                 {OnnxAttr::integer("axis", -1)}, 2);
-    o = b.node("Add", {b.node("MatMul", {narrow(parts[0]), v5}),
-                       b.node("MatMul", {narrow(parts[1]), extraV5})});
+    GroupedDims extraDims = dims;
+    extraDims.total = op.operand("extra_k")->type.dims[1];
+    o = b.node("Add",
+               {groupedValues(parts[0], storageOf(op.getOperand(2)), dims),
+                groupedValues(parts[1], extraV, extraDims)});
   } else {
-    o = b.node("MatMul", {narrow(probs), v5}); // [B, Hkv, G, S, Dv]
+    o = groupedValues(probs, storageOf(op.getOperand(2)), dims);
   }
+  // [B, Hkv, G * S, Dv] -> [B, H, S, Dv] -> [B, S, H, Dv]
   o = b.node("Reshape", {o, b.i64({0, h, -1, dv})});
   def(op.getResult(),
       b.node("Transpose", {o}, {OnnxAttr::list("perm", {0, 2, 1, 3})}));

@@ -128,15 +128,16 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
   const ir::TensorType &t = op.getOperand(0)->type;
   std::string x = widen(in(op.getOperand(0)));
   if (op.getKind() == OpKind::RmsNorm) {
-    // x * 1/sqrt(mean(x^2) + eps) * (offset + w), in float32.
+    // x / sqrt(mean(x^2) + eps) * (offset + w), in float32. Written as
+    // Pow(2), ReduceMean, Add, Sqrt, Div, Mul: the pattern ONNX Runtime's
+    // optimizer fuses into one SimplifiedLayerNormalization kernel.
     std::string ms = b.node(
-        "ReduceMean", {b.node("Mul", {x, x})},
+        "ReduceMean", {b.node("Pow", {x, b.f32Scalar(2.0f)})},
         {OnnxAttr::list("axes", {-1}), OnnxAttr::integer("keepdims", 1)});
-    std::string inv = b.node(
-        "Reciprocal",
-        {b.node("Sqrt", {b.node("Add", {ms, b.f32Scalar(static_cast<float>(
-                                                op.attr<double>("eps")))})})});
-    std::string y = b.node("Mul", {x, inv});
+    std::string rms =
+        b.node("Sqrt", {b.node("Add", {ms, b.f32Scalar(static_cast<float>(
+                                               op.attr<double>("eps")))})});
+    std::string y = b.node("Div", {x, rms});
     double offset = op.attr<double>("offset");
     if (op.getNumOperands() > 1 && offset != 0.0) {
       // (offset + w) in float32 before the cast, as the zero-centred norms
@@ -214,14 +215,21 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
       b.node("Flatten", {a},
              {OnnxAttr::integer("axis", static_cast<int64_t>(at.rank() - 1))});
   std::string y = b.node("Gemm", {flat, w}, {OnnxAttr::integer("transB", 1)});
-  // Output shape from the input's run-time shape (also right inside expert
-  // bodies, whose token count is not a graph symbol). Shared per input.
-  std::string &lead = leadingShape[a];
-  if (lead.empty())
-    lead = b.node("Slice", {b.node("Shape", {a}), b.i64({0}), b.i64({-1})});
-  std::string shape =
-      b.node("Concat", {lead, b.i64({bt.dims[0].getConstant().value_or(0)})},
-             {OnnxAttr::integer("axis", 0)});
+  // Output shape from the symbolic dims, built once per graph and shared
+  // by every matmul of that output shape; from the input's run-time shape
+  // when a dim is not a graph symbol (inside expert bodies), shared per
+  // input.
+  std::vector<ir::SymExpr> outDims(at.dims.begin(), at.dims.end() - 1);
+  outDims.push_back(bt.dims[0]);
+  std::string shape = expert < 0 ? sharedShape(outDims) : "";
+  if (shape.empty()) {
+    std::string &lead = leadingShape[a];
+    if (lead.empty())
+      lead = b.node("Slice", {b.node("Shape", {a}), b.i64({0}), b.i64({-1})});
+    shape =
+        b.node("Concat", {lead, b.i64({bt.dims[0].getConstant().value_or(0)})},
+               {OnnxAttr::integer("axis", 0)});
+  }
   def(op.getResult(),
       b.node("Reshape", {y, shape}, {OnnxAttr::integer("allowzero", 1)}));
   return true;

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
 
+#include "emit/GraphOutputs.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -158,6 +160,19 @@ std::string OnnxLowering::shapeTensor(const std::vector<ir::SymExpr> &dims) {
   return b.node("Concat", parts, {OnnxAttr::integer("axis", 0)});
 }
 
+std::string OnnxLowering::sharedShape(const std::vector<ir::SymExpr> &dims) {
+  std::string key;
+  for (const ir::SymExpr &d : dims)
+    key += d.str() + ",";
+  auto it = sharedShapes.find(key);
+  if (it != sharedShapes.end())
+    return it->second;
+  std::string shape = shapeTensor(dims);
+  if (!shape.empty())
+    sharedShapes[key] = shape;
+  return shape;
+}
+
 std::string OnnxLowering::castTo(const std::string &x, int32_t to) {
   return b.node("Cast", {x}, {OnnxAttr::integer("to", to)});
 }
@@ -300,6 +315,8 @@ bool OnnxLowering::run() {
         const auto &names = module.graph.outputNames;
         return std::find(names.begin(), names.end(), v.name()) != names.end();
       });
+  // Outputs are written by their producers (no Identity copy of the cache).
+  produceOutputsInPlace(b.proto());
   return true;
 }
 

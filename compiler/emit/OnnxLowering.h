@@ -61,6 +61,8 @@ private:
   std::map<std::string, std::string> maskCache;
   /// Shape(x)[:-1] per tensor, shared by the matmuls that read x.
   std::map<std::string, std::string> leadingShape;
+  /// Shape tensors by their symbolic dims, shared by the whole graph.
+  std::map<std::string, std::string> sharedShapes;
   int64_t expert = -1; ///< expert index while lowering an expert body
   OnnxTarget target;   ///< --target: portable ONNX or ONNX Runtime
 
@@ -75,6 +77,9 @@ private:
   void registerSymbols(const std::string &tensor, const ir::TensorType &t);
   std::string dimTensor(const ir::SymExpr &e);
   std::string shapeTensor(const std::vector<ir::SymExpr> &dims);
+  /// shapeTensor(dims), built once per graph ("" when a dim is not
+  /// computable from the graph's symbols).
+  std::string sharedShape(const std::vector<ir::SymExpr> &dims);
   std::string castTo(const std::string &x, int32_t to);
   /// Computes `body(x32)` in float32 when activations are narrower.
   std::string widen(const std::string &x);
@@ -100,6 +105,23 @@ private:
   bool lowerCache(const ir::Op &op);
   bool lowerAttention(const ir::Op &op);
   std::string storageOf(const ir::Value *v);
+  /// Dims of grouped-query attention: batch, KV heads, query heads per KV
+  /// head, queries S and keys T.
+  struct GroupedDims {
+    ir::SymExpr batch;
+    int64_t kvHeads;
+    int64_t groups;
+    ir::SymExpr seq;
+    ir::SymExpr total;
+  };
+  /// Scores [B, Hkv, G, S, T] (float32) of queries q4 [B, Hkv, G * S, D]
+  /// against `keys` [B, Hkv, T, D]: one matmul per KV head, no broadcast.
+  std::string groupedScores(const std::string &q4, const std::string &keys,
+                            const GroupedDims &dims);
+  /// probs5 [B, Hkv, G, S, T] times `values` [B, Hkv, T, Dv] as
+  /// [B, Hkv, G * S, Dv].
+  std::string groupedValues(const std::string &probs5,
+                            const std::string &values, const GroupedDims &dims);
   /// The boolean mask of allowed (query, key) pairs, broadcastable to
   /// [B, Hkv, G, S, T]; `keys` with its sequence axis gives T when the op
   /// reads no padding mask. A window keeps the last `window` keys, a chunk
