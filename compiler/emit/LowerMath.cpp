@@ -260,7 +260,7 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
     }
     // Inside an expert body the tokens are that expert's gathered subset,
     // so the graph's batch/seq sizes do not apply there.
-    if (!allConst && expert >= 0)
+    if (!allConst && (expert >= 0 || !expertIndex.empty()))
       return fail(op, "a reshape inside an expert body may keep the token "
                       "dims (the input's [batch, seq] at the same positions) "
                       "and infer at most one other symbolic dim");
@@ -333,10 +333,12 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
     return true;
   }
   case OpKind::ExpertSlice:
-    if (expert < 0)
+    if (expert < 0 && expertIndex.empty())
       return fail(op, "expert_slice outside an expert body");
-    def(op.getResult(), b.node("Gather", {x, b.i64Scalar(expert)},
-                               {OnnxAttr::integer("axis", 0)}));
+    def(op.getResult(), expertIndex.empty()
+                            ? b.node("Gather", {x, b.i64Scalar(expert)},
+                                     {OnnxAttr::integer("axis", 0)})
+                            : expertWeight(x, op.getResult()->type));
     return true;
   case OpKind::Slice:
     def(op.getResult(), b.node("Slice", {x, b.i64({op.attr<int64_t>("start")}),

@@ -61,7 +61,17 @@ private:
   std::map<std::string, std::string> maskCache;
   /// Shape(x)[:-1] per tensor, shared by the matmuls that read x.
   std::map<std::string, std::string> leadingShape;
-  int64_t expert = -1; ///< expert index while lowering an expert body
+  int64_t expert = -1; ///< expert index while lowering an unrolled body
+  /// While lowering the Loop body of a stacked dispatch: the int64 scalar
+  /// holding the iteration's expert, and the number of experts.
+  std::string expertIndex;
+  int64_t expertCount = 0;
+  /// Whether the stacked dispatch is a Scan over every expert (the weights
+  /// are scan inputs: each iteration sees its expert's slice without a
+  /// copy) rather than a Loop over the selected ones (Gather of the slice).
+  bool scanWeights = false;
+  /// The Scan's inputs (outer tensor, body input), in order.
+  std::vector<std::pair<std::string, std::string>> scanInputs;
   OnnxTarget target;   ///< --target: portable ONNX or ONNX Runtime
 
   // Core (OnnxLowering.cpp).
@@ -128,7 +138,32 @@ private:
 
   // LowerMoe.cpp.
   bool lowerRoute(const ir::Op &op);
+
+  // LowerExperts.cpp.
   bool lowerExperts(const ir::Op &op);
+  /// The Loop over the distinct selected experts (weights gathered from
+  /// stacked initializers); accumulates into `out` [N, dOut] float32.
+  bool dispatchLoop(const ir::Op &op, const std::string &x,
+                    const std::string &w, const std::string &idx, int64_t k,
+                    std::string &out);
+  /// One copy of the body per expert (quantized expert weights).
+  bool dispatchUnrolled(const ir::Op &op, const std::string &x,
+                        const std::string &w, const std::string &idx,
+                        std::string &out);
+  /// Runs the expert body over tokens `xe` [n, D] with routing weights
+  /// `wsel` [n, 1]; returns the weighted float32 output [n, dOut] ("" on
+  /// failure).
+  std::string expertContribution(const ir::Op &op, const std::string &xe,
+                                 const std::string &wsel);
+  /// Expert `expertIndex`'s slice of the stacked tensor `stacked` inside
+  /// the dispatch body; `slice` is the slice's type.
+  std::string expertWeight(const std::string &stacked,
+                           const ir::TensorType &slice);
+  /// Whether the body can run with stacked weights (no quantized reader).
+  bool expertBodyStackable(const ir::Block &body) const;
+  /// The stacked initializer of a per-expert weight pattern (`{e}` ->
+  /// `stacked`).
+  static std::string stackedWeightName(const std::string &pattern);
 
   // LowerVision.cpp.
   bool lowerVision(const ir::Op &op);

@@ -143,6 +143,30 @@ const std::string &WeightPlan::use(const std::string &name,
   return e.name;
 }
 
+const std::string &
+WeightPlan::useStacked(const std::string &name,
+                       const std::vector<std::string> &members,
+                       const ir::TensorType &memberType) {
+  ir::TensorType t = memberType;
+  t.dims.insert(t.dims.begin(),
+                ir::SymExpr(static_cast<int64_t>(members.size())));
+  Entry &e = entryFor(name, t);
+  e.members = members;
+  e.memberType = memberType;
+  return use(name, t);
+}
+
+WeightPlan::Entry WeightPlan::memberEntry(const Entry &stacked,
+                                          size_t i) const {
+  Entry m;
+  m.name = stacked.members[i];
+  m.type = stacked.memberType;
+  m.shape.assign(stacked.shape.begin() + 1, stacked.shape.end());
+  m.plain = true;
+  m.inOut = inOutNames.count(m.name) > 0;
+  return m;
+}
+
 QuantizedRef WeightPlan::useQuantized(const std::string &name,
                                       const ir::TensorType &type,
                                       const ir::QuantLayout &layout, bool inOut,
@@ -224,8 +248,16 @@ bool WeightPlan::validate(DiagnosticEngine &diags, const std::string &ckptPath,
                           const std::set<std::string> *declared) {
   if (source != WeightSource::Checkpoint || !binder)
     return true;
-  for (const Entry &e : entries)
-    binder->bind(e.name, e.shape, ir::isFloat(e.type.dtype), e.inOut);
+  for (const Entry &e : entries) {
+    if (e.members.empty()) {
+      binder->bind(e.name, e.shape, ir::isFloat(e.type.dtype), e.inOut);
+      continue;
+    }
+    for (size_t i = 0; i < e.members.size(); ++i) {
+      Entry m = memberEntry(e, i);
+      binder->bind(m.name, m.shape, ir::isFloat(m.type.dtype), m.inOut);
+    }
+  }
   return binder->report(diags, ckptPath, reportUnused, declared);
 }
 
@@ -246,6 +278,14 @@ std::unique_ptr<FloatSource> WeightPlan::valuesOf(const Entry &e) const {
 template <typename Sink>
 bool WeightPlan::producePlain(const Entry &e, DiagnosticEngine &diags,
                               WeightStats &stats, Sink &&sink) const {
+  if (!e.members.empty()) {
+    // A stacked tensor: its members' data one after the other, each
+    // streamed in chunks like a tensor of its own.
+    for (size_t i = 0; i < e.members.size(); ++i)
+      if (!producePlain(memberEntry(e, i), diags, stats, sink))
+        return false;
+    return true;
+  }
   uint64_t n = numElements(e.shape);
   size_t outSize = ir::dtypeBits(e.type.dtype) / 8;
   std::vector<uint8_t> buf(std::min(n, kChunkElems) * outSize);
