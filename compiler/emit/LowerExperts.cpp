@@ -4,17 +4,24 @@
 // sum of its selected experts' outputs. Only the selected (token, expert)
 // pairs are computed (no capacity, nothing dropped).
 //
-// The dispatch is an ONNX Loop over the distinct experts the batch selected
-// (Unique of the [N * k] expert indices), so the graph holds the expert body
-// once per layer whatever the number of experts. An iteration finds its
-// expert's pairs (Equal, NonZero), gathers their tokens, runs the body with
-// the expert's weights gathered from stacked [E, ...] initializers, weights
-// the output (or, with scale_input, the input) and adds it into the
-// float32 accumulator with ScatterND add. A per-expert weight `...{e}...`
-// of the body becomes the stacked initializer named with `{e}` replaced by
-// `stacked`, streamed from the checkpoint tensors of every expert
-// (WeightPlan::useStacked); a weight the checkpoint already stacks (an
-// expert_slice of it) is gathered from the checkpoint's own tensor.
+// The dispatch is an ONNX Scan over the experts 0..E-1, so the graph holds
+// the expert body once per layer whatever the number of experts. Its scan
+// inputs are the expert ids and the stacked [E, ...] expert weights: ONNX
+// Runtime hands each iteration its expert's slice as a view (no copy). An
+// iteration finds its expert's (token, expert) pairs (Equal, NonZero; none
+// for an expert nobody selected, whose body then runs on 0 rows), gathers
+// their tokens, runs the body, weights the output (or, with scale_input,
+// the input) and adds it into the float32 accumulator (the Scan state)
+// with ScatterND add.
+//
+// A per-expert weight `...{e}...` of the body becomes the stacked
+// initializer named with `{e}` replaced by `stacked`, streamed from every
+// expert's checkpoint tensor (WeightPlan::useStacked); a weight the
+// checkpoint already stacks (an expert_slice of it) is scanned as it is. A
+// matrix the body only reads transposed (`transpose_b` matmuls) is scanned
+// from the Transpose of its stack ([E, in, out]; ONNX Runtime folds the
+// Transpose of an initializer when the session is created), so the body's
+// matmuls read plain [in, out] weights.
 //
 // Bodies that read block-quantized weights (MatMulNBits reads one expert's
 // codes through its own initializer) keep the unrolled form: one copy of
@@ -23,21 +30,13 @@
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
 
-#include <cstdlib>
-
 namespace archc {
 
 namespace {
-/// A subgraph input; `scalar` declares its rank-0 shape (Loop requires
-/// the iteration number and condition to have one).
-void addInput(onnx::GraphProto &g, const std::string &name, int32_t type,
-              bool scalar = false) {
+void addInput(onnx::GraphProto &g, const std::string &name, int32_t type) {
   onnx::ValueInfoProto *vi = g.add_input();
   vi->set_name(name);
-  auto *tt = vi->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(type);
-  if (scalar)
-    tt->mutable_shape();
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
 }
 
 void addOutput(onnx::GraphProto &g, const std::string &name, int32_t type) {
@@ -83,8 +82,8 @@ std::string OnnxLowering::expertContribution(const ir::Op &op,
       lead.empty() ? input : b.node("Unsqueeze", {input, b.i64(lead)}));
   if (!lowerBlock(body))
     return "";
-  std::string ye = b.node("Reshape", {in(body.getTerminator()->getOperand(0)),
-                                      b.i64({-1, dOut})});
+  std::string ye = b.node(
+      "Reshape", {in(body.getTerminator()->getOperand(0)), b.i64({-1, dOut})});
   return scaleInput ? widen(ye) : b.node("Mul", {widen(ye), widen(wsel)});
 }
 
@@ -107,9 +106,8 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
   std::string out = b.node(
       "ConstantOfShape",
       {b.node("Concat", {n, b.i64({dOut})}, {OnnxAttr::integer("axis", 0)})});
-  scanWeights = std::getenv("ARCHC_MOE_SCAN") != nullptr; // TEMP: measuring
   bool ok = expertBodyStackable(*op.getRegions()[0])
-                ? dispatchLoop(op, x, w, idx, k, out)
+                ? dispatchScan(op, x, w, idx, k, out)
                 : dispatchUnrolled(op, x, w, idx, out);
   if (!ok)
     return false;
@@ -122,21 +120,49 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
 }
 
 std::string OnnxLowering::expertWeight(const std::string &stacked,
-                                       const ir::TensorType &slice) {
-  if (!scanWeights)
-    return b.node("Gather", {stacked, expertIndex},
-                  {OnnxAttr::integer("axis", 0)});
-  // A scan input: Scan hands the body each expert's slice in turn.
-  for (const auto &[outer, inner] : scanInputs)
-    if (outer == stacked)
-      return inner;
+                                       const ir::TensorType &slice,
+                                       bool transposedIn) {
+  // A scan input: Scan hands the body each expert's slice in turn (the
+  // transposed stack's when transposedIn).
+  for (const ScanInput &si : scanInputs)
+    if (si.outer == stacked && si.transposed == transposedIn)
+      return si.inner;
   std::string inner = b.fresh("expert_w");
   addInput(b.proto(), inner, onnxDType(ir::dtypeName(slice.dtype)));
-  scanInputs.emplace_back(stacked, inner);
+  scanInputs.push_back({stacked, transposedIn, inner});
   return inner;
 }
 
-bool OnnxLowering::dispatchLoop(const ir::Op &op, const std::string &x,
+void OnnxLowering::findTransposedWeights(const ir::Block &body) {
+  // Values read as the transposed [out, in] matrix of every matmul that
+  // reads them, and by nothing else.
+  std::map<const ir::Value *, bool> only;
+  for (const auto &op : body.getOps())
+    for (size_t i = 0; i < op->getNumOperands(); ++i) {
+      const ir::Value *v = op->getOperand(i);
+      bool transposedB = op->getKind() == ir::OpKind::MatMul && i == 1 &&
+                         op->attr<bool>("transpose_b") && v->type.rank() == 2;
+      auto [it, fresh] = only.emplace(v, transposedB);
+      if (!fresh)
+        it->second = it->second && transposedB;
+    }
+  // Only the expert's slices (per-expert params, expert_slice) are handed
+  // over by expertWeight, so only they can come transposed.
+  transposedWeights.clear();
+  for (const auto &op : body.getOps()) {
+    bool slice =
+        op->getKind() == ir::OpKind::ExpertSlice ||
+        (op->getKind() == ir::OpKind::Param &&
+         op->attr<std::string>("name").find("{e}") != std::string::npos);
+    if (!slice)
+      continue;
+    auto it = only.find(op->getResult());
+    if (it != only.end() && it->second)
+      transposedWeights.insert(op->getResult());
+  }
+}
+
+bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
                                 const std::string &w, const std::string &idx,
                                 int64_t k, std::string &out) {
   int64_t count = op.attr<int64_t>("count");
@@ -144,20 +170,13 @@ bool OnnxLowering::dispatchLoop(const ir::Op &op, const std::string &x,
   // p % k.
   std::string pairExpert = b.node("Reshape", {idx, b.i64({-1})});
   std::string pairWeight = b.node("Reshape", {w, b.i64({-1})});
-  std::string present, trips;
-  if (scanWeights) {
-    present = b.node("Range", {b.i64Scalar(0), b.i64Scalar(count),
-                               b.i64Scalar(1)});
-  } else {
-    present = b.nodeN("Unique", {pairExpert},
-                      {OnnxAttr::integer("sorted", 1)}, 1)[0];
-    trips = b.node("Squeeze", {b.node("Shape", {present}), b.i64({0})});
-  }
+  std::string ids =
+      b.node("Range", {b.i64Scalar(0), b.i64Scalar(count), b.i64Scalar(1)});
 
-  // The loop body, built in a subgraph; the lowering's caches are restored
+  // The body, built in a subgraph; the lowering's caches are restored
   // afterwards (what the body defined is not visible outside it).
-  onnx::GraphProto loopBody;
-  loopBody.set_name(b.fresh("experts_step"));
+  onnx::GraphProto scanBody;
+  scanBody.set_name(b.fresh("experts_step"));
   auto savedNames = names;
   auto savedDeferred = deferred;
   auto savedStorage = storage;
@@ -166,26 +185,17 @@ bool OnnxLowering::dispatchLoop(const ir::Op &op, const std::string &x,
   auto savedRope = ropeCache;
   auto savedMask = maskCache;
   auto savedLeading = leadingShape;
-  GraphBuilder::Target outer = b.retarget(loopBody, loopBody.name() + "_");
-  std::string iter = b.fresh("iter"), condIn = b.fresh("cond"),
-              accIn = b.fresh("acc");
-  if (!scanWeights) {
-    addInput(loopBody, iter, onnx::TensorProto_DataType_INT64, true);
-    addInput(loopBody, condIn, onnx::TensorProto_DataType_BOOL, true);
-  }
-  addInput(loopBody, accIn, onnx::TensorProto_DataType_FLOAT);
-  std::string e;
+  GraphBuilder::Target outer = b.retarget(scanBody, scanBody.name() + "_");
+  // Body inputs: the accumulator (state), then the scan inputs in order:
+  // the expert id, then the weights as the body asks for them.
+  std::string accIn = b.fresh("acc"), e = b.fresh("expert");
+  addInput(scanBody, accIn, onnx::TensorProto_DataType_FLOAT);
+  addInput(scanBody, e, onnx::TensorProto_DataType_INT64);
   scanInputs.clear();
-  if (scanWeights) {
-    e = b.fresh("expert");
-    addInput(loopBody, e, onnx::TensorProto_DataType_INT64);
-    scanInputs.emplace_back(present, e);
-  } else {
-    e = b.node("Gather", {present, iter}, {OnnxAttr::integer("axis", 0)});
-  }
-  std::string pairs = b.node(
-      "Reshape",
-      {b.node("NonZero", {b.node("Equal", {pairExpert, e})}), b.i64({-1})});
+  scanInputs.push_back({ids, false, e});
+  std::string pairs =
+      b.node("Reshape", {b.node("NonZero", {b.node("Equal", {pairExpert, e})}),
+                         b.i64({-1})});
   std::string tok = b.node("Div", {pairs, b.i64Scalar(k)});
   std::string xe = b.node("Gather", {x, tok}, {OnnxAttr::integer("axis", 0)});
   std::string wsel = b.node(
@@ -194,21 +204,18 @@ bool OnnxLowering::dispatchLoop(const ir::Op &op, const std::string &x,
        b.i64({1})});
   expertIndex = e;
   expertCount = count;
+  findTransposedWeights(*op.getRegions()[0]);
   std::string contrib = expertContribution(op, xe, wsel);
   expertIndex.clear();
+  transposedWeights.clear();
   bool ok = !contrib.empty();
   if (ok) {
-    std::string acc =
-        b.node("ScatterND", {accIn, b.node("Unsqueeze", {tok, b.i64({1})}),
-                             contrib},
-               {OnnxAttr::str("reduction", "add")});
-    std::string condOut = b.fresh("cond_out"), accOut = b.fresh("acc_out");
-    if (!scanWeights) {
-      b.nodeNamed("Identity", {condIn}, condOut);
-      addOutput(loopBody, condOut, onnx::TensorProto_DataType_BOOL);
-    }
+    std::string acc = b.node(
+        "ScatterND", {accIn, b.node("Unsqueeze", {tok, b.i64({1})}), contrib},
+        {OnnxAttr::str("reduction", "add")});
+    std::string accOut = b.fresh("acc_out");
     b.nodeNamed("Identity", {acc}, accOut);
-    addOutput(loopBody, accOut, onnx::TensorProto_DataType_FLOAT);
+    addOutput(scanBody, accOut, onnx::TensorProto_DataType_FLOAT);
   }
   b.restore(std::move(outer));
   names = std::move(savedNames);
@@ -219,23 +226,20 @@ bool OnnxLowering::dispatchLoop(const ir::Op &op, const std::string &x,
   ropeCache = std::move(savedRope);
   maskCache = std::move(savedMask);
   leadingShape = std::move(savedLeading);
-  if (!ok)
-    return false;
-  if (scanWeights) {
+  if (ok) {
     std::vector<std::string> ins = {out};
-    for (const auto &si : scanInputs)
-      ins.push_back(si.first);
+    for (const ScanInput &si : scanInputs)
+      ins.push_back(si.transposed ? b.node("Transpose", {si.outer},
+                                           {OnnxAttr::list("perm", {0, 2, 1})})
+                                  : si.outer);
     int64_t m = static_cast<int64_t>(scanInputs.size());
     out = b.nodeN("Scan", ins,
-                  {OnnxAttr::graph("body", std::move(loopBody)),
+                  {OnnxAttr::graph("body", std::move(scanBody)),
                    OnnxAttr::integer("num_scan_inputs", m)},
                   1, "experts")[0];
-  } else {
-    out = b.node("Loop", {trips, "", out},
-                 {OnnxAttr::graph("body", std::move(loopBody))}, "experts");
   }
   scanInputs.clear();
-  return true;
+  return ok;
 }
 
 bool OnnxLowering::dispatchUnrolled(const ir::Op &op, const std::string &x,

@@ -188,7 +188,9 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
   }
   const ir::TensorType &at = op.getOperand(0)->type;
   const ir::TensorType &bt = op.getOperand(1)->type;
-  bool transB = op.attr<bool>("transpose_b");
+  // A weight the expert dispatch already hands over transposed.
+  bool transB = op.attr<bool>("transpose_b") &&
+                !transposedWeights.count(op.getOperand(1));
   if (!transB) {
     def(op.getResult(), b.node("MatMul", {a, w}));
     return true;
@@ -335,10 +337,12 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
   case OpKind::ExpertSlice:
     if (expert < 0 && expertIndex.empty())
       return fail(op, "expert_slice outside an expert body");
-    def(op.getResult(), expertIndex.empty()
-                            ? b.node("Gather", {x, b.i64Scalar(expert)},
-                                     {OnnxAttr::integer("axis", 0)})
-                            : expertWeight(x, op.getResult()->type));
+    def(op.getResult(),
+        expertIndex.empty()
+            ? b.node("Gather", {x, b.i64Scalar(expert)},
+                     {OnnxAttr::integer("axis", 0)})
+            : expertWeight(x, op.getResult()->type,
+                           transposedWeights.count(op.getResult()) > 0));
     return true;
   case OpKind::Slice:
     def(op.getResult(), b.node("Slice", {x, b.i64({op.attr<int64_t>("start")}),

@@ -193,9 +193,11 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
       std::vector<std::string> members;
       for (int64_t e = 0; e < expertCount; ++e)
         members.push_back(ir::instantiatePattern(name, -1, e));
-      std::string stacked = weights.useStacked(
-          stackedWeightName(name), members, op.getResult()->type);
-      def(op.getResult(), expertWeight(stacked, op.getResult()->type));
+      std::string stacked = weights.useStacked(stackedWeightName(name), members,
+                                               op.getResult()->type);
+      def(op.getResult(),
+          expertWeight(stacked, op.getResult()->type,
+                       transposedWeights.count(op.getResult()) > 0));
       return true;
     }
     if (expert >= 0)

@@ -62,17 +62,23 @@ private:
   /// Shape(x)[:-1] per tensor, shared by the matmuls that read x.
   std::map<std::string, std::string> leadingShape;
   int64_t expert = -1; ///< expert index while lowering an unrolled body
-  /// While lowering the Loop body of a stacked dispatch: the int64 scalar
+  /// While lowering the Scan body of a stacked dispatch: the int64 scalar
   /// holding the iteration's expert, and the number of experts.
   std::string expertIndex;
   int64_t expertCount = 0;
-  /// Whether the stacked dispatch is a Scan over every expert (the weights
-  /// are scan inputs: each iteration sees its expert's slice without a
-  /// copy) rather than a Loop over the selected ones (Gather of the slice).
-  bool scanWeights = false;
-  /// The Scan's inputs (outer tensor, body input), in order.
-  std::vector<std::pair<std::string, std::string>> scanInputs;
-  OnnxTarget target;   ///< --target: portable ONNX or ONNX Runtime
+  /// Expert weights of the Scan body handed over transposed ([in, out]);
+  /// their matmuls do not transpose them again.
+  std::set<const ir::Value *> transposedWeights;
+  /// A Scan input: the outer stacked tensor (transposed to [E, in, out]
+  /// by a Transpose of the initializer, which ONNX Runtime folds when the
+  /// session is created) and the body input holding one expert's slice.
+  struct ScanInput {
+    std::string outer;
+    bool transposed;
+    std::string inner;
+  };
+  std::vector<ScanInput> scanInputs; ///< in order
+  OnnxTarget target; ///< --target: portable ONNX or ONNX Runtime
 
   // Core (OnnxLowering.cpp).
   bool lowerBlock(const ir::Block &block);
@@ -141,9 +147,9 @@ private:
 
   // LowerExperts.cpp.
   bool lowerExperts(const ir::Op &op);
-  /// The Loop over the distinct selected experts (weights gathered from
-  /// stacked initializers); accumulates into `out` [N, dOut] float32.
-  bool dispatchLoop(const ir::Op &op, const std::string &x,
+  /// The Scan over the experts (their weights stacked scan inputs);
+  /// accumulates into `out` [N, dOut] float32.
+  bool dispatchScan(const ir::Op &op, const std::string &x,
                     const std::string &w, const std::string &idx, int64_t k,
                     std::string &out);
   /// One copy of the body per expert (quantized expert weights).
@@ -157,8 +163,14 @@ private:
                                  const std::string &wsel);
   /// Expert `expertIndex`'s slice of the stacked tensor `stacked` inside
   /// the dispatch body; `slice` is the slice's type.
+  /// With `transposedIn` (a value in transposedWeights) the slice is the
+  /// transpose of the stacked matrix.
   std::string expertWeight(const std::string &stacked,
-                           const ir::TensorType &slice);
+                           const ir::TensorType &slice,
+                           bool transposedIn = false);
+  /// Fills transposedWeights from the body: values only read as the
+  /// transpose_b operand of 2-D matmuls.
+  void findTransposedWeights(const ir::Block &body);
   /// Whether the body can run with stacked weights (no quantized reader).
   bool expertBodyStackable(const ir::Block &body) const;
   /// The stacked initializer of a per-expert weight pattern (`{e}` ->
