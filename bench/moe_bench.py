@@ -54,7 +54,7 @@ print(len(m.graph.node), count(m.graph))
 
 
 def default_archc():
-    return os.path.join(ROOT, "build", "archc")
+    return os.path.join(ROOT, "build", "bin", "archc")
 
 
 def count_nodes(model):
