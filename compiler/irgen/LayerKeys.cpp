@@ -49,6 +49,41 @@ public:
     return builtins.count(name) != 0;
   }
 
+  /// Whether `e` is a pure scalar expression: no op, scope or anonymous
+  /// function, and calls only of pure callees (resolved in `env`) that are
+  /// not in `locals`. With `localsOpaque`, a name in `locals` other than
+  /// `keep` is impure as a value too (a name assigned in a loop body may
+  /// differ per layer); otherwise only `op` is.
+  bool expr(const ast::Expr &e, const std::set<std::string> &locals,
+            const std::shared_ptr<Env> &env, bool localsOpaque = false,
+            const std::string &keep = {}) {
+    switch (e.getKind()) {
+    case ast::Expr::Kind::Name: {
+      const std::string &n = cast<ast::NameExpr>(&e)->name;
+      if (localsOpaque && n != keep && locals.count(n))
+        return false;
+      return n == keep || n != "op";
+    }
+    case ast::Expr::Kind::Call: {
+      auto *c = cast<ast::CallExpr>(&e);
+      auto *n = dyn_cast<ast::NameExpr>(c->callee.get());
+      if (!n || locals.count(n->name) || !callee(n->name, env))
+        return false;
+      for (auto &a : c->args)
+        if (!expr(*a.value, locals, env, localsOpaque, keep))
+          return false;
+      return true;
+    }
+    case ast::Expr::Kind::Scope:
+    case ast::Expr::Kind::Fn:
+      return false;
+    default: // literals, operators, lists, members, indexing
+      return ast::allChildren(e, [&](const ast::Expr &x) {
+        return expr(x, locals, env, localsOpaque, keep);
+      });
+    }
+  }
+
 private:
   const GlobalDefs &globals;
   std::shared_ptr<const ArchScope> arch;
@@ -95,30 +130,6 @@ private:
         return false;
     return true;
   }
-
-  bool expr(const ast::Expr &e, const std::set<std::string> &locals,
-            const std::shared_ptr<Env> &closure) {
-    switch (e.getKind()) {
-    case ast::Expr::Kind::Name:
-      return cast<ast::NameExpr>(&e)->name != "op";
-    case ast::Expr::Kind::Call: {
-      auto *c = cast<ast::CallExpr>(&e);
-      auto *n = dyn_cast<ast::NameExpr>(c->callee.get());
-      if (!n || locals.count(n->name) || !callee(n->name, closure))
-        return false;
-      for (auto &a : c->args)
-        if (!expr(*a.value, locals, closure))
-          return false;
-      return true;
-    }
-    case ast::Expr::Kind::Scope:
-    case ast::Expr::Kind::Fn:
-      return false;
-    default: // literals, operators, lists, members, indexing
-      return ast::allChildren(
-          e, [&](const ast::Expr &x) { return expr(x, locals, closure); });
-    }
-  }
 };
 
 /// Finds the expressions through which a loop variable can influence the IR
@@ -151,27 +162,7 @@ private:
   std::set<std::string> unsafe;
 
   bool pure(const ast::Expr &e) {
-    switch (e.getKind()) {
-    case ast::Expr::Kind::Name: {
-      const std::string &n = cast<ast::NameExpr>(&e)->name;
-      return n == var || (!unsafe.count(n) && n != "op");
-    }
-    case ast::Expr::Kind::Call: {
-      auto *c = cast<ast::CallExpr>(&e);
-      auto *n = dyn_cast<ast::NameExpr>(c->callee.get());
-      if (!n || unsafe.count(n->name) || !calls.callee(n->name, env))
-        return false;
-      for (auto &a : c->args)
-        if (!pure(*a.value))
-          return false;
-      return true;
-    }
-    case ast::Expr::Kind::Scope:
-    case ast::Expr::Kind::Fn:
-      return false;
-    default: // literals, operators, lists, members, indexing
-      return ast::allChildren(e, [&](const ast::Expr &x) { return pure(x); });
-    }
+    return calls.expr(e, unsafe, env, /*localsOpaque=*/true, var);
   }
 
   void expr(const ast::Expr &e) {
