@@ -193,11 +193,12 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
       std::vector<std::string> members;
       for (int64_t e = 0; e < expertCount; ++e)
         members.push_back(ir::instantiatePattern(name, -1, e));
-      std::string stacked = weights.useStacked(stackedWeightName(name), members,
-                                               op.getResult()->type);
-      def(op.getResult(),
-          expertWeight(stacked, op.getResult()->type,
-                       transposedWeights.count(op.getResult()) > 0));
+      // A matrix only read transposed is stacked transposed ([E, in, out])
+      // when it is written, so the body's matmuls read [in, out] slices.
+      bool transposed = transposedWeights.count(op.getResult()) > 0;
+      std::string stacked = weights.useStacked(
+          stackedWeightName(name), members, op.getResult()->type, transposed);
+      def(op.getResult(), expertWeight(stacked, op.getResult()->type));
       return true;
     }
     if (expert >= 0)
