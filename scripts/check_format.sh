@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that the C++ sources follow .clang-format (LLVM style): every file
-# under compiler/ and tests/unit/ must be unchanged by clang-format.
+# under compiler/, tests/unit/ and fuzz/ must be unchanged by clang-format.
 # Exit 0 when clean, 1 with the list of files otherwise, 77 (skip) when
 # clang-format is not installed. Fix with: scripts/check_format.sh --fix
 set -euo pipefail
@@ -10,8 +10,8 @@ if [ -z "$cf" ]; then
   echo "check_format: clang-format not found (apt-get install clang-format)"
   exit 77
 fi
-mapfile -t files < <(git ls-files 'compiler/*.cpp' 'compiler/*.h' 'tests/unit/*.cpp' 'tests/unit/*.h' 2>/dev/null ||
-                     find compiler tests/unit -name '*.cpp' -o -name '*.h')
+mapfile -t files < <(git ls-files 'compiler/*.cpp' 'compiler/*.h' 'tests/unit/*.cpp' 'tests/unit/*.h' 'fuzz/*.cpp' 'fuzz/*.h' 2>/dev/null ||
+                     find compiler tests/unit fuzz -name '*.cpp' -o -name '*.h')
 if [ "${1:-}" = "--fix" ]; then
   "$cf" -i "${files[@]}"
   exit 0

@@ -23,6 +23,8 @@
 #include <cmath>
 #include <map>
 
+#include <fmt/format.h>
+
 namespace archc {
 
 using ir::OpKind;
@@ -146,6 +148,8 @@ double keyDensity(const ir::Value *v) {
 }
 
 ModelFacts computeModelFacts(const ir::Module &m) {
+  // The sums fit in int64: the evaluator bounds a module's parameters to
+  // 2^50 and its tensors to 2^20 (Evaluator::kMaxParams, kMaxTensors).
   ModelFacts f;
   for (const ir::WeightDecl &w : m.weights) {
     int64_t n = staticElements(w.type) * w.count();
@@ -218,6 +222,27 @@ ModelFacts computeModelFacts(const ir::Module &m) {
   return f;
 }
 
+std::optional<std::string> checkProfilePoint(int64_t batch, int64_t seq,
+                                             int64_t past,
+                                             int64_t extraPerSequence) {
+  int64_t perSequence = 0, tokens = 0, context = 0;
+  if (__builtin_add_overflow(seq, extraPerSequence, &perSequence) ||
+      __builtin_mul_overflow(batch, perSequence, &tokens) ||
+      tokens > kMaxProfileTokens)
+    return fmt::format(
+        "batch {} x seq {}{} is more than the profile's "
+        "limit of 2^48 tokens",
+        batch, seq,
+        extraPerSequence ? fmt::format(" (+ {} image tokens)", extraPerSequence)
+                         : "");
+  if (__builtin_add_overflow(past, perSequence, &context) ||
+      context > kMaxProfileTokens)
+    return fmt::format("a context of {} + {} tokens is more than the "
+                       "profile's limit of 2^48 tokens",
+                       past, perSequence);
+  return std::nullopt;
+}
+
 namespace {
 
 /// The profile point as the ops' cost rules see it: dims bound to the
@@ -230,8 +255,23 @@ public:
       env[name] = value;
   }
 
+  /// In double: costs are doubles, and a dim whose value does not fit in
+  /// int64 at a large point (batch x seq x width) is then approximate, never
+  /// wrapped.
   double dim(const ir::SymExpr &d) const override {
-    return static_cast<double>(d.evaluate(env).value_or(0));
+    double total = 0;
+    for (const auto &[monomial, coefficient] : d.getTerms()) {
+      double term = static_cast<double>(coefficient);
+      for (const auto &[symbol, power] : monomial) {
+        auto it = env.find(symbol);
+        if (it == env.end())
+          return 0;
+        for (unsigned k = 0; k < power; ++k)
+          term *= static_cast<double>(it->second);
+      }
+      total += term;
+    }
+    return total;
   }
 
   bool isWeight(const ir::Value *v) const override {

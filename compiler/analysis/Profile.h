@@ -17,10 +17,23 @@
 #include "ir/WeightQuant.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace archc {
+
+/// The most tokens a profile point may process or hold in its context
+/// (docs/limits.md): far beyond any real batch, and small enough that every
+/// token count, and products of it with a model's widths, are exact.
+constexpr int64_t kMaxProfileTokens = int64_t(1) << 48;
+
+/// An error message when the point (batch, seq new tokens plus
+/// `extraPerSequence` image tokens per sequence, past cached ones) is over
+/// kMaxProfileTokens, nullopt when it can be profiled.
+std::optional<std::string> checkProfilePoint(int64_t batch, int64_t seq,
+                                             int64_t past,
+                                             int64_t extraPerSequence);
 
 /// Where a forward call is evaluated.
 struct ProfilePoint {

@@ -301,6 +301,22 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
     devices.push_back(&loaded[i]);
   }
 
+  // Token counts are checked before anything is computed at a point.
+  int64_t imageTokens = 0;
+  if (req.vision &&
+      __builtin_mul_overflow(
+          req.images,
+          infoInt(*req.vision, "image_tokens_per_image").value_or(0),
+          &imageTokens))
+    imageTokens = INT64_MAX; // over the limit below
+  for (int64_t b : req.batches)
+    for (int64_t s : req.seqs.empty() ? std::vector<int64_t>{2048} : req.seqs)
+      for (int64_t past :
+           req.pasts.empty() ? std::vector<int64_t>{s} : req.pasts)
+        if (auto e = checkProfilePoint(b, s, past, imageTokens)) {
+          diags.error(SourceRange(), "{}", *e);
+          return false;
+        }
   ModelFacts facts = computeModelFacts(m);
   Precision bits{rt.effectiveWeightBits(), rt.activationBits, rt.kvBits};
   // Weights as stored: the checkpoint's bytes (--weights), the ONNX

@@ -14,10 +14,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "config/JsonSource.h"
+#include "support/FileRead.h"
 
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -103,6 +105,31 @@ std::unordered_map<size_t, double> substituteNonFinite(std::string &text) {
   return values;
 }
 
+/// The offset of the first bracket nested deeper than `limit` outside
+/// strings, if any. Checked before parsing so that a config's cost stays
+/// linear in its size: each key's JSON pointer is as long as its path.
+std::optional<size_t> firstTooDeep(std::string_view text, size_t limit) {
+  size_t depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit)
+        return i;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 /// Puts the original literals back into a parser message.
 std::string restoreLiterals(std::string msg) {
   for (const NonFiniteLiteral &l : kNonFinite)
@@ -131,7 +158,7 @@ JsonSource::load(const std::string &path, SourceMgr &sm, DiagnosticEngine &d) {
   uint32_t id = sm.findFile(path);
   if (!id) {
     std::string err;
-    id = sm.addFile(path, err);
+    id = sm.addFile(path, err, kMaxConfigBytes);
     if (!id) {
       d.error(SourceRange(), "cannot read config file '{}': {}", path, err);
       return nullptr;
@@ -154,19 +181,23 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
   TrackingIterator first{base, &furthest};
   TrackingIterator last{base + text.size(), nullptr};
 
-  // Path of containers being parsed: the key (or array index) under which
-  // each nested value sits.
-  std::vector<std::string> path;
+  if (std::optional<size_t> at = firstTooDeep(text, kMaxConfigDepth)) {
+    SourceLoc loc = sm.getLoc(fileId, *at);
+    d.error(SourceRange(loc, SourceLoc{fileId, loc.line, loc.col + 1}),
+            "config nested more than {} levels deep (the limit)",
+            kMaxConfigDepth);
+    return nullptr;
+  }
+
+  // The JSON pointer of the container being parsed (the keys or array
+  // indexes under which the nested values sit) and its length at each
+  // enclosing level, to pop a level in O(1).
   std::vector<bool> isArray;
   std::vector<size_t> arrayIndex;
+  std::string pointer;
+  std::vector<size_t> pointerLengths;
   std::string pendingKey;
   bool havePendingKey = false;
-  auto currentPointer = [&]() {
-    std::string s;
-    for (const std::string &p : path)
-      s += "/" + p;
-    return s;
-  };
   auto enterValue = [&]() -> std::string {
     // The token under which a new value in the current container sits.
     if (!isArray.empty() && isArray.back())
@@ -186,8 +217,10 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
     case E::array_start: {
       bool nested = !isArray.empty();
       std::string token = nested ? enterValue() : "";
-      if (nested)
-        path.push_back(token);
+      if (nested) {
+        pointerLengths.push_back(pointer.size());
+        pointer += "/" + token;
+      }
       isArray.push_back(ev == E::array_start);
       arrayIndex.push_back(0);
       break;
@@ -196,8 +229,10 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
     case E::array_end:
       isArray.pop_back();
       arrayIndex.pop_back();
-      if (!path.empty() && !isArray.empty())
-        path.pop_back();
+      if (!pointerLengths.empty() && !isArray.empty()) {
+        pointer.resize(pointerLengths.back());
+        pointerLengths.pop_back();
+      }
       break;
     case E::key: {
       size_t end = static_cast<size_t>(furthest - base);
@@ -207,7 +242,7 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
         --b;
       pendingKey = escapePointerToken(parsed.get<std::string>());
       havePendingKey = true;
-      src->keyOffsets[currentPointer() + "/" + pendingKey] = {b, end};
+      src->keyOffsets[pointer + "/" + pendingKey] = {b, end};
       break;
     }
     case E::value:

@@ -19,6 +19,10 @@
 
 namespace archc {
 
+/// The deepest nesting of objects and arrays a config file may have
+/// (docs/limits.md); real configs nest 3 levels.
+constexpr size_t kMaxConfigDepth = 64;
+
 /// A parsed JSON file with key positions.
 class JsonSource {
 public:

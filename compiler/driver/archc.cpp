@@ -11,6 +11,7 @@
 #include "support/VerifyDiagnostics.h"
 
 #include <iostream>
+#include <stdexcept>
 
 using namespace archc;
 
@@ -36,6 +37,12 @@ int main(int argc, char **argv) {
       ok = emit(opts, c, std::cout);
   } catch (const std::bad_alloc &) {
     diags.error(SourceRange(), "out of memory");
+    ok = false;
+  } catch (const std::overflow_error &e) {
+    // Symbolic dims whose coefficients overflow int64 outside the
+    // evaluator's checked arithmetic (shape inference, the passes).
+    diags.error(SourceRange(),
+                std::string(e.what()) + ": a size does not fit in 64 bits");
     ok = false;
   } catch (const std::exception &e) {
     diags.error(SourceRange(), std::string("internal error: ") + e.what());

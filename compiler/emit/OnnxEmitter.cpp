@@ -18,6 +18,7 @@
 #include "emit/OnnxFiles.h"
 #include "emit/OnnxLowering.h"
 #include "emit/Safetensors.h"
+#include "support/FileRead.h"
 #include "support/OutputSet.h"
 #include "support/Progress.h"
 #include "support/StagedFile.h"
@@ -92,11 +93,10 @@ bool writeText(OutputSet &set, const std::string &rel, const std::string &text,
 
 /// Reads a JSON file if it exists; null if absent or unreadable.
 nlohmann::json readJsonIfPresent(const fs::path &path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
+  std::string text, error;
+  if (!readRegularFile(path.string(), kMaxConfigBytes, text, error))
     return nullptr;
-  std::ifstream in(path);
-  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
 std::string modelTypeOf(const nlohmann::json &config, const ir::Module &m) {

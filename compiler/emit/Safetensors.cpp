@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "emit/Safetensors.h"
+#include "support/FileRead.h"
 
 #include <nlohmann/json.hpp>
 
@@ -100,21 +101,13 @@ MappedFile::~MappedFile() {
 
 bool MappedFile::open(const std::string &path, std::string &error) {
   filePath = path;
-  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking open and fstat before anything is read: a FIFO named by
+  // --weights is refused instead of waiting for a writer.
+  fd = openRegularFile(path, length, error);
   if (fd < 0) {
-    error = std::strerror(errno);
+    length = 0;
     return false;
   }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    error = std::strerror(errno);
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    error = "not a regular file";
-    return false;
-  }
-  length = static_cast<uint64_t>(st.st_size);
   if (length == 0) {
     base = nullptr;
     return true;
@@ -217,11 +210,15 @@ bool parseSafetensorsHeader(const uint8_t *data, uint64_t size,
                   std::to_string(dataSize) +
                   " data bytes: the file is "
                   "truncated");
-    if (e - b != numel * stDTypeSize(t.dtype))
+    // The byte count is checked: 2^61 F64 elements would wrap to 0 bytes.
+    uint64_t need = 0;
+    if (__builtin_mul_overflow(numel, uint64_t(stDTypeSize(t.dtype)), &need))
+      return fail("shape and dtype need more than 2^64 bytes");
+    if (e - b != need)
       return fail("holds " + std::to_string(e - b) +
                   " bytes but shape and "
                   "dtype need " +
-                  std::to_string(numel * stDTypeSize(t.dtype)));
+                  std::to_string(need));
     t.data = base + b;
     t.size = e - b;
     ranges.emplace_back(b, e);
@@ -267,10 +264,15 @@ bool Checkpoint::openFile(const std::string &path, DiagnosticEngine &diags) {
 }
 
 bool Checkpoint::openIndex(const std::string &path, DiagnosticEngine &diags) {
-  std::ifstream in(path);
+  std::string text, readError;
+  if (!readRegularFile(path, kMaxIndexBytes, text, readError)) {
+    diags.error(SourceRange(), "cannot read checkpoint index '{}': {}", path,
+                readError);
+    return false;
+  }
   nlohmann::json index;
   try {
-    in >> index;
+    index = nlohmann::json::parse(text);
   } catch (const std::exception &e) {
     diags.error(SourceRange(), "invalid checkpoint index '{}': {}", path,
                 e.what());

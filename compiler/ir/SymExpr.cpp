@@ -120,6 +120,8 @@ SymExpr SymExpr::operator*(const SymExpr &o) const {
 }
 
 std::optional<SymExpr> SymExpr::divExact(int64_t d) const {
+  if (d == -1)
+    return -*this; // checked: INT64_MIN / -1 does not fit
   if (d == 0 || c % d != 0)
     return std::nullopt;
   if (!t)
@@ -204,7 +206,9 @@ std::string SymExpr::str() const {
   std::string s;
   bool first = true;
   for (auto &[m, c] : ordered) {
-    int64_t mag = c < 0 ? -c : c;
+    // The magnitude as unsigned: -INT64_MIN does not fit in int64.
+    uint64_t mag =
+        c < 0 ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
     if (first)
       s += c < 0 ? "-" : "";
     else

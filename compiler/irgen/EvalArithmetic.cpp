@@ -1,14 +1,39 @@
 //===- EvalArithmetic.cpp - Operators on compile-time values and tensors
 //---===//
 #include "irgen/Evaluator.h"
+#include "support/CheckedArith.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
+#include <stdexcept>
 
 namespace archc {
 
 using ir::OpKind;
+
+EvalValue Evaluator::dimArith(ast::BinaryOp op, const ir::SymExpr &x,
+                              const ir::SymExpr &y, SourceRange range) {
+  using B = ast::BinaryOp;
+  switch (op) {
+  case B::Add:
+    return EvalValue::dim(x + y);
+  case B::Sub:
+    return EvalValue::dim(x - y);
+  case B::Mul:
+    return EvalValue::dim(x * y);
+  case B::Div:
+    if (auto c = y.getConstant(); c && *c != 0)
+      if (auto q = x.divExact(*c))
+        return EvalValue::dim(*q);
+    [[fallthrough]];
+  default:
+    error(range, fmt::format("'{}' is not defined on symbolic dims {} and "
+                             "{} (dims are polynomials)",
+                             ast::spelling(op), x.str(), y.str()));
+    return EvalValue::poison();
+  }
+}
 
 EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
                            const EvalValue &b, SourceRange range) {
@@ -82,22 +107,12 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
     }
     ir::SymExpr x = aDim ? a.getDim() : ir::SymExpr(a.getInt());
     ir::SymExpr y = bDim ? b.getDim() : ir::SymExpr(b.getInt());
-    switch (op) {
-    case B::Add:
-      return EvalValue::dim(x + y);
-    case B::Sub:
-      return EvalValue::dim(x - y);
-    case B::Mul:
-      return EvalValue::dim(x * y);
-    case B::Div:
-      if (auto c = y.getConstant(); c && *c != 0)
-        if (auto q = x.divExact(*c))
-          return EvalValue::dim(*q);
-      [[fallthrough]];
-    default:
-      error(range, fmt::format("'{}' is not defined on symbolic dims {} and "
-                               "{} (dims are polynomials)",
-                               sp, x.str(), y.str()));
+    // SymExpr's coefficient arithmetic throws on int64 overflow.
+    try {
+      return dimArith(op, x, y, range);
+    } catch (const std::overflow_error &) {
+      error(range,
+            fmt::format("integer overflow in {} {} {}", x.str(), sp, y.str()));
       return EvalValue::poison();
     }
   }
@@ -128,40 +143,32 @@ EvalValue Evaluator::arith(ast::BinaryOp op, const EvalValue &a,
   }
   if (a.isInt() && b.isInt()) {
     int64_t x = a.getInt(), y = b.getInt();
-    auto overflow = [&]() {
+    auto checked = [&](std::optional<int64_t> r) {
+      if (r)
+        return EvalValue::integer(*r);
       error(range, fmt::format("integer overflow in {} {} {}", x, sp, y));
       return EvalValue::poison();
     };
-    int64_t r;
     switch (op) {
     case B::Add:
-      if (__builtin_add_overflow(x, y, &r))
-        return overflow();
-      return EvalValue::integer(r);
+      return checked(checkedAdd(x, y));
     case B::Sub:
-      if (__builtin_sub_overflow(x, y, &r))
-        return overflow();
-      return EvalValue::integer(r);
+      return checked(checkedSub(x, y));
     case B::Mul:
-      if (__builtin_mul_overflow(x, y, &r))
-        return overflow();
-      return EvalValue::integer(r);
+      return checked(checkedMul(x, y));
     case B::Div:
       if (y == 0)
         break;
-      // Exact integer division stays an int; otherwise a float.
-      if (x % y == 0)
-        return EvalValue::integer(x / y);
+      // Exact integer division stays an int; otherwise a float. -1 divides
+      // everything, and INT64_MIN / -1 does not fit.
+      if (*flooredMod(x, y) == 0)
+        return checked(checkedDiv(x, y));
       return EvalValue::floating(static_cast<double>(x) /
                                  static_cast<double>(y));
-    case B::Mod: {
+    case B::Mod:
       if (y == 0)
         break;
-      int64_t m = x % y;
-      if (m != 0 && ((m < 0) != (y < 0)))
-        m += y; // floored: the sign of the divisor
-      return EvalValue::integer(m);
-    }
+      return EvalValue::integer(*flooredMod(x, y));
     case B::Lt:
       return EvalValue::boolean(x < y);
     case B::Le:

@@ -1,7 +1,10 @@
 //===- EvalExpressions.cpp - Expressions of .arch code --------------------===//
 #include "irgen/Evaluator.h"
+#include "support/CheckedArith.h"
 
 #include <fmt/format.h>
+
+#include <stdexcept>
 
 namespace archc {
 
@@ -256,12 +259,23 @@ EvalValue Evaluator::evalUnary(const ast::UnaryExpr &e,
     }
     return EvalValue::boolean(!v.getBool());
   }
-  if (v.isInt())
-    return EvalValue::integer(-v.getInt());
+  if (v.isInt()) {
+    if (auto r = checkedNeg(v.getInt()))
+      return EvalValue::integer(*r);
+    error(e.getRange(), fmt::format("integer overflow in -({})", v.getInt()));
+    return EvalValue::poison();
+  }
   if (v.isNumber())
     return EvalValue::floating(-v.getNumber());
-  if (v.getKind() == EvalValue::Kind::Dim)
-    return EvalValue::dim(-v.getDim());
+  if (v.getKind() == EvalValue::Kind::Dim) {
+    try {
+      return EvalValue::dim(-v.getDim());
+    } catch (const std::overflow_error &) {
+      error(e.getRange(),
+            fmt::format("integer overflow in -{}", v.getDim().str()));
+      return EvalValue::poison();
+    }
+  }
   if (v.isTensor()) {
     ir::Op *op = createOp(OpKind::Neg, {v.getTensor()}, e.getRange());
     return EvalValue::tensor(op->getResult());

@@ -3,6 +3,7 @@
 #include "ir/BlockEquality.h"
 #include "irgen/Evaluator.h"
 #include "irgen/LayerKeys.h"
+#include "support/CheckedArith.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +12,9 @@ namespace archc {
 using ir::OpKind;
 
 namespace {
-constexpr int64_t kMaxLayers = 100000;
+// 32x the deepest released model (126 layers): the ONNX back end writes
+// every layer's nodes, which for 100,000 tiny layers took > 5 min and 2.6 GB.
+constexpr int64_t kMaxLayers = 4096;
 } // namespace
 
 Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
@@ -31,13 +34,25 @@ Evaluator::Flow Evaluator::execFor(const ast::ForStmt &s,
     return Flow::Normal;
   }
   int64_t begin = lo.getInt(), end = hi.getInt();
-  if (end - begin > kMaxLayers) {
+  // The count is checked before anything iterates: a difference that does
+  // not fit in int64 is over the limit too.
+  std::optional<int64_t> iterations = checkedSub(end, begin);
+  if (!iterations || *iterations > kMaxLayers) {
     error(s.hi->getRange(),
-          fmt::format("layer loop of {} iterations exceeds the limit of {}",
-                      end - begin, kMaxLayers));
+          fmt::format("layer loop {} .. {} exceeds the limit of {} "
+                      "iterations",
+                      begin, end, kMaxLayers));
     return Flow::Normal;
   }
-  if (end <= begin)
+  // A count that comes out negative is a wrong config (num_hidden_layers
+  // = -1), not an empty model.
+  if (begin < 0 || *iterations < 0) {
+    error(begin < 0 ? s.lo->getRange() : s.hi->getRange(),
+          fmt::format("layer loop {} .. {} has a negative {}", begin, end,
+                      begin < 0 ? "start" : "number of iterations"));
+    return Flow::Normal;
+  }
+  if (end == begin)
     return Flow::Normal;
 
   // Loop-carried values: names assigned in the body that exist before it.

@@ -169,3 +169,71 @@ EvalValue Evaluator::declareParam(const std::string &name,
 }
 
 } // namespace archc
+
+namespace archc {
+
+namespace {
+/// Expert bodies the back ends expand: each op.experts' count times the
+/// layers of the region it is in. At most kMaxLayers x kMaxExperts per op.
+/// `where`: the first such op.
+int64_t expertInstances(const ir::Block &b, int64_t layers,
+                        const ir::Op *&where) {
+  int64_t n = 0;
+  for (const auto &op : b.getOps()) {
+    if (op->getKind() == ir::OpKind::Experts) {
+      n += op->attr<int64_t>("count") * layers;
+      if (!where)
+        where = op.get();
+    }
+    for (const auto &region : op->getRegions())
+      n += expertInstances(*region,
+                           region->layers.empty()
+                               ? layers
+                               : static_cast<int64_t>(region->layers.size()),
+                           where);
+  }
+  return n;
+}
+} // namespace
+
+bool Evaluator::checkModelSize() {
+  int64_t tensors = 0, params = 0;
+  for (const ir::WeightDecl &w : module.weights) {
+    int64_t elements = 1;
+    for (const ir::SymExpr &d : w.type.dims)
+      elements *= d.getConstant().value_or(1); // <= 2^48 (declareParam)
+    // count() <= kMaxLayers x kMaxExperts and elements <= 2^48, so only
+    // the product can overflow.
+    int64_t n = w.count(), p = 0;
+    bool over = __builtin_mul_overflow(elements, n, &p) ||
+                __builtin_add_overflow(params, p, &params) ||
+                params > kMaxParams;
+    tensors += n;
+    if (tensors > kMaxTensors) {
+      error(w.loc, fmt::format("the model would have more than {} weight "
+                               "tensors (the limit); check the config's "
+                               "layer and expert counts",
+                               kMaxTensors));
+      return false;
+    }
+    if (over) {
+      error(w.loc, fmt::format("the model would have more than 2^50 "
+                               "parameters (the limit); check the config's "
+                               "sizes"));
+      return false;
+    }
+  }
+  const ir::Op *experts = nullptr;
+  int64_t bodies = expertInstances(module.graph.body, 1, experts);
+  if (bodies > kMaxExpertInstances) {
+    error(experts->getLoc().range,
+          fmt::format("the model would have {} expert bodies (experts x "
+                      "layers), more than the limit of {}; check the config's "
+                      "layer and expert counts",
+                      bodies, kMaxExpertInstances));
+    return false;
+  }
+  return true;
+}
+
+} // namespace archc

@@ -35,6 +35,14 @@ public:
                                     const std::shared_ptr<Env> &env,
                                     const char *what);
 
+  /// Bounds on what a config may ask for (docs/limits.md): weight tensors
+  /// in a model, parameters in a model, routed experts of one op, expert
+  /// bodies of a model (experts x layers: the ONNX lowering writes each).
+  static constexpr int64_t kMaxTensors = int64_t(1) << 20;
+  static constexpr int64_t kMaxParams = int64_t(1) << 50;
+  static constexpr int64_t kMaxExperts = int64_t(1) << 12;
+  static constexpr int64_t kMaxExpertInstances = int64_t(1) << 17;
+
   /// Builds the module's graph from the arch's model (`model`, or the main
   /// one when null). `configEnv` holds the bound config values. Returns
   /// false when errors were reported.
@@ -119,6 +127,9 @@ private:
   EvalValue evalScope(const ast::ScopeExpr &e, const std::shared_ptr<Env> &env);
   EvalValue arith(ast::BinaryOp op, const EvalValue &a, const EvalValue &b,
                   SourceRange range);
+  /// `op` on symbolic dims (throws std::overflow_error on overflow).
+  EvalValue dimArith(ast::BinaryOp op, const ir::SymExpr &x,
+                     const ir::SymExpr &y, SourceRange range);
 
   // Calls.
   /// An evaluated call argument; `name` points into the AST (empty when
@@ -164,6 +175,10 @@ private:
                                       const ir::AttrSpec &spec,
                                       const BoundArg &a);
   /// Builds an op's region from a function argument (expert bodies).
+  /// The weight tensor, parameter and expert-body counts are within
+  /// kMaxTensors, kMaxParams and kMaxExpertInstances; otherwise an error at
+  /// the declaration that crosses one (the arch for expert bodies).
+  bool checkModelSize();
   bool buildRegion(const ir::OpSchema &s, ir::Op &op, const Callable &fn,
                    SourceRange fnRange, SourceRange range);
   std::string currentScope() const;

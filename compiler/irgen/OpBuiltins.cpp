@@ -11,6 +11,7 @@
 
 #include "ir/OpRules.h"
 #include "ir/OpSchema.h"
+#include "support/CheckedArith.h"
 
 #include <fmt/format.h>
 
@@ -80,11 +81,13 @@ std::optional<ir::Attr> Evaluator::toTypedAttr(const ir::OpSchema &s,
   using ir::AttrType;
   const EvalValue &v = a.value;
   auto listError = [&](const char *what, size_t index, const EvalValue &e) {
+    if (e.isPoison()) // its error is already reported
+      return std::optional<ir::Attr>();
     error(a.range,
           fmt::format(
               "op.{}: '{}' must be a list of {}; element {} is the {} '{}'",
               s.mnemonic(), spec.name, what, index, e.typeName(), e.str()));
-    return std::nullopt;
+    return std::optional<ir::Attr>();
   };
   switch (spec.type) {
   case AttrType::Bool:
@@ -261,6 +264,12 @@ bool Evaluator::buildRegion(const ir::OpSchema &s, ir::Op &op,
                                fn.params->size()));
     return false;
   }
+  if (op.hasAttr("count") && op.attr<int64_t>("count") > kMaxExperts) {
+    error(range,
+          fmt::format("op.{}: {} experts exceed the limit of {}", s.mnemonic(),
+                      op.attr<int64_t>("count"), kMaxExperts));
+    return false;
+  }
   ir::Block *region = op.addRegion();
   std::vector<CallArg> callArgs;
   std::vector<SourceRange> ranges;
@@ -344,8 +353,15 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
   }
   if (n == "int") {
     const EvalValue &v = args[0].value;
-    if (v.isNumber())
-      return EvalValue::integer(static_cast<int64_t>(v.getNumber()));
+    if (v.isInt())
+      return EvalValue::integer(v.getInt());
+    if (v.isNumber()) {
+      if (auto r = doubleToInt(v.getNumber()))
+        return EvalValue::integer(*r);
+      error(args[0].range,
+            fmt::format("int({}) does not fit in a 64-bit int", v.getNumber()));
+      return EvalValue::poison();
+    }
     if (v.getKind() == EvalValue::Kind::Bool)
       return EvalValue::integer(v.getBool());
     if (v.getKind() == EvalValue::Kind::String) {
@@ -400,9 +416,14 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
       return EvalValue::floating(std::log(*a));
     if (n == "exp")
       return EvalValue::floating(std::exp(*a));
-    if (n == "floor")
-      return EvalValue::integer(static_cast<int64_t>(std::floor(*a)));
-    return EvalValue::integer(static_cast<int64_t>(std::ceil(*a)));
+    std::optional<int64_t> r =
+        doubleToInt(n == "floor" ? std::floor(*a) : std::ceil(*a));
+    if (!r) {
+      error(args[0].range,
+            fmt::format("{}({}) does not fit in a 64-bit int", n, *a));
+      return EvalValue::poison();
+    }
+    return EvalValue::integer(*r);
   }
   if (n == "pow") {
     auto a = num(0), b = num(1);
@@ -487,7 +508,7 @@ bool Evaluator::buildModel(const ast::ArchDecl &a,
     g.outputNames.push_back(t.name);
   }
   createOp(OpKind::Return, outs, model.range, 0);
-  return diags.getNumErrors() == before;
+  return diags.getNumErrors() == before && checkModelSize();
 }
 
 } // namespace archc

@@ -5,27 +5,18 @@
 //===----------------------------------------------------------------------===//
 #include "support/SourceMgr.h"
 
+#include "support/FileRead.h"
+
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace archc {
 
-uint32_t SourceMgr::addFile(const std::string &path, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = std::strerror(errno);
+uint32_t SourceMgr::addFile(const std::string &path, std::string &error,
+                            uint64_t maxBytes) {
+  std::string text;
+  if (!readRegularFile(path, maxBytes, text, error))
     return 0;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    error = "read error";
-    return 0;
-  }
-  return addBuffer(path, ss.str());
+  return addBuffer(path, std::move(text));
 }
 
 uint32_t SourceMgr::addBuffer(std::string name, std::string text) {

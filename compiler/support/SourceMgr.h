@@ -8,6 +8,8 @@
 #ifndef ARCHC_SUPPORT_SOURCEMGR_H
 #define ARCHC_SUPPORT_SOURCEMGR_H
 
+#include "support/FileRead.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,8 +46,11 @@ struct SourceRange {
 /// Owns source buffers and maps locations back to file names and line text.
 class SourceMgr {
 public:
-  /// Reads a file from disk. Returns the new file id, or 0 and sets `error`.
-  uint32_t addFile(const std::string &path, std::string &error);
+  /// Reads a regular file of at most `maxBytes` bytes from disk (FileRead.h:
+  /// FIFOs and devices are refused without blocking). Returns the new file
+  /// id, or 0 and sets `error`.
+  uint32_t addFile(const std::string &path, std::string &error,
+                   uint64_t maxBytes = kMaxSourceBytes);
   /// Registers an in-memory buffer under `name` (tests, stdin).
   uint32_t addBuffer(std::string name, std::string text);
 

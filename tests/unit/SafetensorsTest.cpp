@@ -85,3 +85,23 @@ TEST(Safetensors, UnknownDtypeAndBadJsonAreErrors) {
   EXPECT_FALSE(parse(file("{not json", 0), t, err));
   EXPECT_NE(err.find("not valid JSON"), std::string::npos);
 }
+
+namespace {
+// The byte count of a shape is checked: 2^61 F64 elements are 2^64 bytes,
+// which wrapped to 0 and matched an empty data range.
+TEST(Safetensors, ByteCountOverflowIsAnError) {
+  std::vector<StTensor> t;
+  std::string err;
+  EXPECT_FALSE(parse(file(R"({"w":{"dtype":"F64","shape":[2147483648,)"
+                          R"(1073741824],"data_offsets":[0,0]}})",
+                          0),
+                     t, err));
+  EXPECT_NE(err.find("need more than 2^64 bytes"), std::string::npos) << err;
+  // The element count itself overflowing is refused as before.
+  EXPECT_FALSE(parse(file(R"({"w":{"dtype":"U8","shape":[4294967296,)"
+                          R"(4294967296,2],"data_offsets":[0,0]}})",
+                          0),
+                     t, err));
+  EXPECT_NE(err.find("overflows"), std::string::npos) << err;
+}
+} // namespace
