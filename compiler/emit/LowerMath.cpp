@@ -189,7 +189,9 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
   }
   const ir::TensorType &at = op.getOperand(0)->type;
   const ir::TensorType &bt = op.getOperand(1)->type;
-  bool transB = op.attr<bool>("transpose_b");
+  // A weight the expert dispatch already hands over transposed.
+  bool transB = op.attr<bool>("transpose_b") &&
+                !transposedWeights.count(op.getOperand(1));
   if (!transB) {
     def(op.getResult(), b.node("MatMul", {a, w}));
     return true;
@@ -221,7 +223,8 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
   // input.
   std::vector<ir::SymExpr> outDims(at.dims.begin(), at.dims.end() - 1);
   outDims.push_back(bt.dims[0]);
-  std::string shape = expert < 0 ? sharedShape(outDims) : "";
+  std::string shape =
+      expert < 0 && expertIndex.empty() ? sharedShape(outDims) : "";
   if (shape.empty()) {
     std::string &lead = leadingShape[a];
     if (lead.empty())
@@ -268,7 +271,7 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
     }
     // Inside an expert body the tokens are that expert's gathered subset,
     // so the graph's batch/seq sizes do not apply there.
-    if (!allConst && expert >= 0)
+    if (!allConst && (expert >= 0 || !expertIndex.empty()))
       return fail(op, "a reshape inside an expert body may keep the token "
                       "dims (the input's [batch, seq] at the same positions) "
                       "and infer at most one other symbolic dim");
@@ -341,10 +344,14 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
     return true;
   }
   case OpKind::ExpertSlice:
-    if (expert < 0)
+    if (expert < 0 && expertIndex.empty())
       return fail(op, "expert_slice outside an expert body");
-    def(op.getResult(), b.node("Gather", {x, b.i64Scalar(expert)},
-                               {OnnxAttr::integer("axis", 0)}));
+    def(op.getResult(),
+        expertIndex.empty()
+            ? b.node("Gather", {x, b.i64Scalar(expert)},
+                     {OnnxAttr::integer("axis", 0)})
+            : expertWeight(x, op.getResult()->type,
+                           transposedWeights.count(op.getResult()) > 0));
     return true;
   case OpKind::Slice:
     def(op.getResult(), b.node("Slice", {x, b.i64({op.attr<int64_t>("start")}),

@@ -1,12 +1,8 @@
-//===- LowerMoe.cpp - ONNX lowering of MoE routing and experts ------------===//
+//===- LowerMoe.cpp - ONNX lowering of MoE routing ------------------------===//
 //
 // This file lowers `route` (scores, optional selection bias, group-limited
 // selection, top-k or a table lookup, renormalisation by the p-norm with an
-// optional floor, scaling) and `experts` (sparse dispatch: per expert, the
-// tokens that selected it are gathered, run through the expert body,
-// weighted (the output, or with scale_input the input) and scattered back
-// with ScatterND add).
-// Only selected tokens are computed, so the cost matches the model's.
+// optional floor, scaling). The expert dispatch is in LowerExperts.cpp.
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
@@ -181,77 +177,6 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
     weights = b.node("Mul", {weights, b.f32Scalar(static_cast<float>(scale))});
   def(op.getResult(0), narrow(weights));
   def(op.getResult(1), indices);
-  return true;
-}
-
-bool OnnxLowering::lowerExperts(const ir::Op &op) {
-  if (expert >= 0)
-    return fail(op, "nested expert dispatch");
-  const ir::Block &body = *op.getRegions()[0];
-  const ir::TensorType &xt = op.getOperand(0)->type;
-  const ir::TensorType &rt = op.getResult()->type;
-  int64_t dIn = xt.dims.back().getConstant().value_or(0);
-  int64_t dOut = rt.dims.back().getConstant().value_or(0);
-  int64_t count = op.attr<int64_t>("count");
-  const bool *scaleInputAttr = op.optAttr<bool>("scale_input");
-  bool scaleInput = scaleInputAttr && *scaleInputAttr;
-  int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
-  // Tokens flattened to [N, D]; routing to [N, k].
-  std::string x = b.node("Reshape", {in(op.getOperand(0)), b.i64({-1, dIn})});
-  std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
-  std::string idx = b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})});
-  std::string n =
-      b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({1})});
-  // The weighted sum accumulates in float32 (more accurate, and ONNX
-  // Runtime's CPU ScatterND has no float16 add).
-  std::string out = b.node(
-      "ConstantOfShape",
-      {b.node("Concat", {n, b.i64({dOut})}, {OnnxAttr::integer("axis", 0)})});
-  std::string zero = actScalar(0.0);
-  for (int64_t e = 0; e < count; ++e) {
-    std::string hit = b.node("Equal", {idx, b.i64Scalar(e)}); // [N, k]
-    std::string we =
-        b.node("ReduceSum", {b.node("Where", {hit, w, zero}), b.i64({1})},
-               {OnnxAttr::integer("keepdims", 0)}); // [N]
-    std::string any = b.node(
-        "ReduceMax",
-        {b.node("Cast", {hit},
-                {OnnxAttr::integer("to", onnx::TensorProto_DataType_INT32)})},
-        {OnnxAttr::list("axes", {1}), OnnxAttr::integer("keepdims", 0)});
-    std::string tok =
-        b.node("Reshape", {b.node("NonZero", {any}), b.i64({-1})});
-    std::string xe = b.node("Gather", {x, tok}, {OnnxAttr::integer("axis", 0)});
-    std::string wsel =
-        b.node("Unsqueeze",
-               {b.node("Gather", {we, tok}, {OnnxAttr::integer("axis", 0)}),
-                b.i64({1})});
-    if (scaleInput) // Llama 4: the routing weight scales the expert's input
-      xe = narrow(b.node("Mul", {widen(xe), widen(wsel)}));
-    // The body sees its tokens with the rank the IR gave it ([..., n, D]:
-    // leading dims of 1), so rank-dependent lowerings stay valid.
-    std::vector<int64_t> lead;
-    for (size_t i = 2; i < xt.rank(); ++i)
-      lead.push_back(static_cast<int64_t>(i - 2));
-    def(body.getArgument(0),
-        lead.empty() ? xe : b.node("Unsqueeze", {xe, b.i64(lead)}));
-    expert = e;
-    bool ok = lowerBlock(body);
-    expert = -1;
-    if (!ok)
-      return false;
-    std::string ye = b.node("Reshape", {in(body.getTerminator()->getOperand(0)),
-                                        b.i64({-1, dOut})});
-    std::string contrib =
-        scaleInput ? widen(ye) : b.node("Mul", {widen(ye), widen(wsel)});
-    out = b.node("ScatterND",
-                 {out, b.node("Unsqueeze", {tok, b.i64({1})}), contrib},
-                 {OnnxAttr::str("reduction", "add")});
-  }
-  std::string shape = shapeTensor(rt.dims);
-  if (shape.empty())
-    return fail(op, "cannot compute the output shape");
-  def(op.getResult(), narrow(b.node("Reshape", {out, shape},
-                                    {OnnxAttr::integer("allowzero", 1)})));
   return true;
 }
 

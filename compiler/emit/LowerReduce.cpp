@@ -3,8 +3,8 @@
 // This file lowers
 //   reduce_sum / reduce_mean: ReduceSum / ReduceMean over the listed axes,
 //       accumulated in float32;
-//   sinkhorn: the 2 iters - 1 normalisation steps unrolled (ReduceSum, Add
-//       eps, Div), in float32;
+//   sinkhorn: the 2 iters - 1 normalisation steps (ReduceSum, Add eps,
+//       Div), in float32, all but the first in an ONNX Loop;
 //   topk_mask: the scores of keys a query may not see (causal: query j of
 //       S sits at key position T - S + j; `valid` flags) become -inf, TopK
 //       with k' = min(k, T) picks each row's best keys, ScatterElements
@@ -24,19 +24,48 @@ bool OnnxLowering::lowerReduce(const ir::Op &op) {
   if (op.getKind() == ir::OpKind::TopkMask)
     return lowerTopkMask(op);
   if (op.getKind() == ir::OpKind::Sinkhorn) {
-    // Unrolled in float32: each step divides by the sums over one axis.
+    // In float32: each step divides by the sums over one axis; the first
+    // over the columns, then iters - 1 (rows, columns) pairs, the body of
+    // an ONNX Loop (the graph does not grow with iters).
     std::string c = widen(in(x));
     std::string eps = b.f32Scalar(static_cast<float>(op.attr<double>("eps")));
-    auto normalize = [&](int64_t axis) {
-      c = b.node("Div",
-                 {c, b.node("Add", {b.node("ReduceSum", {c, b.i64({axis})},
+    auto normalize = [&](GraphBuilder &g, const std::string &t, int64_t axis) {
+      return g.node(
+          "Div", {t, g.node("Add", {g.node("ReduceSum", {t, g.i64({axis})},
                                            {OnnxAttr::integer("keepdims", 1)}),
                                     eps})});
     };
-    normalize(-2);
-    for (int64_t i = 1; i < op.attr<int64_t>("iters"); ++i) {
-      normalize(-1);
-      normalize(-2);
+    c = normalize(b, c, -2);
+    int64_t pairs = op.attr<int64_t>("iters") - 1;
+    if (pairs > 0) {
+      onnx::GraphProto body;
+      body.set_name(b.fresh("sinkhorn_step"));
+      GraphBuilder s(body, body.name() + "_");
+      std::string iter = s.fresh("iter"), condIn = s.fresh("cond"),
+                  cIn = s.fresh("c");
+      auto input = [&](const std::string &n, int32_t t, bool scalar) {
+        onnx::ValueInfoProto *vi = body.add_input();
+        vi->set_name(n);
+        auto *tt = vi->mutable_type()->mutable_tensor_type();
+        tt->set_elem_type(t);
+        if (scalar) // Loop needs the iteration number and condition rank 0
+          tt->mutable_shape();
+      };
+      input(iter, onnx::TensorProto_DataType_INT64, true);
+      input(condIn, onnx::TensorProto_DataType_BOOL, true);
+      input(cIn, onnx::TensorProto_DataType_FLOAT, false);
+      std::string cOut = s.fresh("c_out"), condOut = s.fresh("cond_out");
+      s.nodeNamed("Identity", {condIn}, condOut);
+      s.nodeNamed("Identity", {normalize(s, normalize(s, cIn, -1), -2)}, cOut);
+      for (const auto &[n, t] :
+           {std::pair{condOut, onnx::TensorProto_DataType_BOOL},
+            std::pair{cOut, onnx::TensorProto_DataType_FLOAT}}) {
+        onnx::ValueInfoProto *vi = body.add_output();
+        vi->set_name(n);
+        vi->mutable_type()->mutable_tensor_type()->set_elem_type(t);
+      }
+      c = b.node("Loop", {b.i64Scalar(pairs), "", c},
+                 {OnnxAttr::graph("body", std::move(body))}, "sinkhorn");
     }
     def(op.getResult(), narrowTo(c, x->type.dtype));
     return true;

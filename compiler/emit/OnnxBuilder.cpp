@@ -41,7 +41,7 @@ std::string GraphBuilder::nodeInDomain(const std::string &domain,
   while (!ins.empty() && ins.back().empty())
     ins.pop_back(); // trailing omitted optional inputs
   std::string out = nodeN(op, ins, attrs, 1)[0];
-  graph.mutable_node(graph.node_size() - 1)->set_domain(domain);
+  graph->mutable_node(graph->node_size() - 1)->set_domain(domain);
   return out;
 }
 
@@ -55,7 +55,7 @@ GraphBuilder::nodeN(const std::string &op,
                     const std::vector<std::string> &inputs,
                     const std::vector<OnnxAttr> &attrs, size_t outputs,
                     const std::string &hint) {
-  onnx::NodeProto *n = graph.add_node();
+  onnx::NodeProto *n = graph->add_node();
   n->set_op_type(op);
   std::string base = fresh(hint.empty() ? op : hint);
   n->set_name(base);
@@ -114,7 +114,7 @@ void GraphBuilder::nodeNamed(const std::string &op,
                              const std::string &output,
                              const std::vector<OnnxAttr> &attrs) {
   std::string tmp = node(op, inputs, attrs);
-  onnx::NodeProto *n = graph.mutable_node(graph.node_size() - 1);
+  onnx::NodeProto *n = graph->mutable_node(graph->node_size() - 1);
   n->set_output(0, output);
   (void)tmp;
 }
@@ -129,7 +129,7 @@ std::string GraphBuilder::raw(const std::string &bytes, int32_t dtype,
   auto it = constCache.find(key);
   if (it != constCache.end())
     return it->second;
-  onnx::NodeProto *n = graph.add_node();
+  onnx::NodeProto *n = graph->add_node();
   n->set_op_type("Constant");
   std::string name = fresh(hint.empty() ? "const" : hint);
   n->set_name(name);
@@ -211,6 +211,24 @@ std::string GraphBuilder::scalar(double v, int32_t dtype) {
   }
   }
   return raw(bytes, dtype, {}, "c");
+}
+
+} // namespace archc
+
+namespace archc {
+
+GraphBuilder::Target GraphBuilder::retarget(onnx::GraphProto &g,
+                                            std::string subPrefix) {
+  Target saved{graph, prefix, constCache};
+  graph = &g;
+  prefix = std::move(subPrefix);
+  return saved;
+}
+
+void GraphBuilder::restore(Target saved) {
+  graph = saved.graph;
+  prefix = std::move(saved.prefix);
+  constCache = std::move(saved.constCache);
 }
 
 } // namespace archc

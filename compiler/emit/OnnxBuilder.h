@@ -73,7 +73,7 @@ public:
   /// Builds into `g`; generated names start with `prefix` (subgraphs use
   /// one so their names never collide with the outer graph's).
   explicit GraphBuilder(onnx::GraphProto &g, std::string prefix = "")
-      : graph(g), prefix(std::move(prefix)) {}
+      : graph(&g), prefix(std::move(prefix)) {}
 
   /// Adds a node; returns its output names (`outputs` of them).
   std::vector<std::string> nodeN(const std::string &op,
@@ -109,11 +109,27 @@ public:
                   const std::vector<int64_t> &shape, const std::string &hint);
 
   std::string fresh(const std::string &hint);
-  onnx::GraphProto &proto() { return graph; }
-  size_t numNodes() const { return static_cast<size_t>(graph.node_size()); }
+  onnx::GraphProto &proto() { return *graph; }
+  size_t numNodes() const { return static_cast<size_t>(graph->node_size()); }
+
+  /// Where nodes go: the graph, the name prefix and the constants defined
+  /// so far (all visible from a subgraph of that graph).
+  struct Target {
+    onnx::GraphProto *graph;
+    std::string prefix;
+    std::map<std::string, std::string> constCache;
+  };
+  /// Sends the following nodes into the subgraph `g` (names prefixed with
+  /// `subPrefix`; outer constants stay usable); returns the state to
+  /// restore() once the subgraph is complete. Names stay unique across both
+  /// (one counter).
+  Target retarget(onnx::GraphProto &g, std::string subPrefix);
+  /// Returns to the graph retarget() left; constants the subgraph defined
+  /// are forgotten (they are not visible outside it).
+  void restore(Target saved);
 
 private:
-  onnx::GraphProto &graph;
+  onnx::GraphProto *graph;
   std::string prefix;
   size_t counter = 0;
   std::map<std::string, std::string> constCache;

@@ -202,6 +202,20 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
   switch (op.getKind()) {
   case OpKind::Param: {
     std::string name = op.attr<std::string>("name");
+    if (!expertIndex.empty() && name.find("{e}") != std::string::npos) {
+      // A per-expert weight in a stacked dispatch: the iteration's slice of
+      // the [E, ...] stack of every expert's checkpoint tensor.
+      std::vector<std::string> members;
+      for (int64_t e = 0; e < expertCount; ++e)
+        members.push_back(ir::instantiatePattern(name, -1, e));
+      // A matrix only read transposed is stacked transposed ([E, in, out])
+      // when it is written, so the body's matmuls read [in, out] slices.
+      bool transposed = transposedWeights.count(op.getResult()) > 0;
+      std::string stacked = weights.useStacked(
+          stackedWeightName(name), members, op.getResult()->type, transposed);
+      def(op.getResult(), expertWeight(stacked, op.getResult()->type));
+      return true;
+    }
     if (expert >= 0)
       name = ir::instantiatePattern(name, -1, expert);
     if (name.find('{') != std::string::npos)

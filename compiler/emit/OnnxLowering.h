@@ -63,8 +63,24 @@ private:
   std::map<std::string, std::string> leadingShape;
   /// Shape tensors by their symbolic dims, shared by the whole graph.
   std::map<std::string, std::string> sharedShapes;
-  int64_t expert = -1; ///< expert index while lowering an expert body
-  OnnxTarget target;   ///< --target: portable ONNX or ONNX Runtime
+  int64_t expert = -1; ///< expert index while lowering an unrolled body
+  /// While lowering the Scan body of a stacked dispatch: the int64 scalar
+  /// holding the iteration's expert, and the number of experts.
+  std::string expertIndex;
+  int64_t expertCount = 0;
+  /// Expert weights of the Scan body handed over transposed ([in, out]);
+  /// their matmuls do not transpose them again.
+  std::set<const ir::Value *> transposedWeights;
+  /// A Scan input: the outer stacked tensor (transposed to [E, in, out]
+  /// by a Transpose of the initializer, which ONNX Runtime folds when the
+  /// session is created) and the body input holding one expert's slice.
+  struct ScanInput {
+    std::string outer;
+    bool transposed;
+    std::string inner;
+  };
+  std::vector<ScanInput> scanInputs; ///< in order
+  OnnxTarget target; ///< --target: portable ONNX or ONNX Runtime
 
   // Core (OnnxLowering.cpp).
   bool lowerBlock(const ir::Block &block);
@@ -150,7 +166,38 @@ private:
 
   // LowerMoe.cpp.
   bool lowerRoute(const ir::Op &op);
+
+  // LowerExperts.cpp.
   bool lowerExperts(const ir::Op &op);
+  /// The Scan over the experts (their weights stacked scan inputs);
+  /// accumulates into `out` [N, dOut] float32.
+  bool dispatchScan(const ir::Op &op, const std::string &x,
+                    const std::string &w, const std::string &idx, int64_t k,
+                    std::string &out);
+  /// One copy of the body per expert (quantized expert weights).
+  bool dispatchUnrolled(const ir::Op &op, const std::string &x,
+                        const std::string &w, const std::string &idx,
+                        std::string &out);
+  /// Runs the expert body over tokens `xe` [n, D] with routing weights
+  /// `wsel` [n, 1]; returns the weighted float32 output [n, dOut] ("" on
+  /// failure).
+  std::string expertContribution(const ir::Op &op, const std::string &xe,
+                                 const std::string &wsel);
+  /// Expert `expertIndex`'s slice of the stacked tensor `stacked` inside
+  /// the dispatch body; `slice` is the slice's type.
+  /// With `transposedIn` (a value in transposedWeights) the slice is the
+  /// transpose of the stacked matrix.
+  std::string expertWeight(const std::string &stacked,
+                           const ir::TensorType &slice,
+                           bool transposedIn = false);
+  /// Fills transposedWeights from the body: values only read as the
+  /// transpose_b operand of 2-D matmuls.
+  void findTransposedWeights(const ir::Block &body);
+  /// Whether the body can run with stacked weights (no quantized reader).
+  bool expertBodyStackable(const ir::Block &body) const;
+  /// The stacked initializer of a per-expert weight pattern (`{e}` ->
+  /// `stacked`).
+  static std::string stackedWeightName(const std::string &pattern);
 
   // LowerVision.cpp.
   bool lowerVision(const ir::Op &op);

@@ -143,6 +143,35 @@ const std::string &WeightPlan::use(const std::string &name,
   return e.name;
 }
 
+const std::string &
+WeightPlan::useStacked(const std::string &name,
+                       const std::vector<std::string> &members,
+                       const ir::TensorType &memberType, bool transposed) {
+  ir::TensorType t = memberType;
+  if (transposed)
+    std::swap(t.dims[0], t.dims[1]);
+  t.dims.insert(t.dims.begin(),
+                ir::SymExpr(static_cast<int64_t>(members.size())));
+  Entry &e = entryFor(name, t);
+  e.members = members;
+  e.memberType = memberType;
+  e.membersTransposed = transposed;
+  return use(name, t);
+}
+
+WeightPlan::Entry WeightPlan::memberEntry(const Entry &stacked,
+                                          size_t i) const {
+  Entry m;
+  m.name = stacked.members[i];
+  m.type = stacked.memberType;
+  m.shape.assign(stacked.shape.begin() + 1, stacked.shape.end());
+  if (stacked.membersTransposed)
+    std::swap(m.shape[0], m.shape[1]);
+  m.plain = true;
+  m.inOut = inOutNames.count(m.name) > 0;
+  return m;
+}
+
 QuantizedRef WeightPlan::useQuantized(const std::string &name,
                                       const ir::TensorType &type,
                                       const ir::QuantLayout &layout, bool inOut,
@@ -224,8 +253,16 @@ bool WeightPlan::validate(DiagnosticEngine &diags, const std::string &ckptPath,
                           const std::set<std::string> *declared) {
   if (source != WeightSource::Checkpoint || !binder)
     return true;
-  for (const Entry &e : entries)
-    binder->bind(e.name, e.shape, ir::isFloat(e.type.dtype), e.inOut);
+  for (const Entry &e : entries) {
+    if (e.members.empty()) {
+      binder->bind(e.name, e.shape, ir::isFloat(e.type.dtype), e.inOut);
+      continue;
+    }
+    for (size_t i = 0; i < e.members.size(); ++i) {
+      Entry m = memberEntry(e, i);
+      binder->bind(m.name, m.shape, ir::isFloat(m.type.dtype), m.inOut);
+    }
+  }
   return binder->report(diags, ckptPath, reportUnused, declared);
 }
 
@@ -246,6 +283,44 @@ std::unique_ptr<FloatSource> WeightPlan::valuesOf(const Entry &e) const {
 template <typename Sink>
 bool WeightPlan::producePlain(const Entry &e, DiagnosticEngine &diags,
                               WeightStats &stats, Sink &&sink) const {
+  if (!e.members.empty()) {
+    // A stacked tensor: its members' data one after the other, each
+    // streamed in chunks like a tensor of its own.
+    for (size_t i = 0; i < e.members.size(); ++i) {
+      Entry m = memberEntry(e, i);
+      if (!e.membersTransposed) {
+        if (!produceTensor(m, diags, stats, sink))
+          return false;
+        continue;
+      }
+      // One [rows, cols] member in memory, written as [cols, rows].
+      std::vector<uint8_t> whole;
+      auto collect = [&whole](const uint8_t *p, uint64_t n,
+                              DiagnosticEngine &) {
+        whole.insert(whole.end(), p, p + n);
+        return true;
+      };
+      if (!produceTensor(m, diags, stats, collect))
+        return false;
+      uint64_t rows = static_cast<uint64_t>(m.shape[0]),
+               cols = static_cast<uint64_t>(m.shape[1]);
+      size_t es = ir::dtypeBits(m.type.dtype) / 8;
+      std::vector<uint8_t> t(whole.size());
+      for (uint64_t r = 0; r < rows; ++r)
+        for (uint64_t c = 0; c < cols; ++c)
+          std::memcpy(&t[(c * rows + r) * es], &whole[(r * cols + c) * es], es);
+      // produceTensor counted these bytes when it produced them.
+      if (!sink(t.data(), t.size(), diags))
+        return false;
+    }
+    return true;
+  }
+  return produceTensor(e, diags, stats, sink);
+}
+
+template <typename Sink>
+bool WeightPlan::produceTensor(const Entry &e, DiagnosticEngine &diags,
+                               WeightStats &stats, Sink &&sink) const {
   uint64_t n = numElements(e.shape);
   size_t outSize = ir::dtypeBits(e.type.dtype) / 8;
   std::vector<uint8_t> buf(std::min(n, kChunkElems) * outSize);

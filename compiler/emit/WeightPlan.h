@@ -65,6 +65,18 @@ public:
   /// returns the initializer name.
   const std::string &use(const std::string &name, const ir::TensorType &type);
 
+  /// Registers a stacked [E, ...] float tensor `name` (not a checkpoint
+  /// tensor) whose slice e is the checkpoint tensor `members[e]` of type
+  /// `memberType`; the members are bound, validated and streamed one after
+  /// the other into the stacked tensor's data. With `transposed` the
+  /// members are matrices stored transposed ([E, in, out] from [out, in]
+  /// tensors; one member is held in memory while it is transposed).
+  /// Returns the initializer name.
+  const std::string &useStacked(const std::string &name,
+                                const std::vector<std::string> &members,
+                                const ir::TensorType &memberType,
+                                bool transposed = false);
+
   /// Registers the quantized form of a weight read as a matrix of
   /// `layout.rows` outputs by `layout.cols` inputs (per expert), `inOut`
   /// when the weight is stored [in, out]. `expert` >= 0 selects one
@@ -129,6 +141,10 @@ private:
     bool inOut = false;
     std::vector<View> views;
     std::set<std::string> viewNames;
+    /// A stacked tensor's checkpoint tensors (slice e is members[e]).
+    std::vector<std::string> members;
+    ir::TensorType memberType;
+    bool membersTransposed = false; ///< [E, in, out] of [out, in] members
   };
   WeightSource source;
   const Checkpoint *ckpt;
@@ -148,6 +164,12 @@ private:
   template <typename Sink>
   bool produce(const Entry &e, int region, DiagnosticEngine &diags,
                WeightStats &stats, Sink &&sink) const;
+  /// The entry of one member of a stacked entry.
+  Entry memberEntry(const Entry &stacked, size_t i) const;
+  /// One tensor's bytes (not stacked).
+  template <typename Sink>
+  bool produceTensor(const Entry &e, DiagnosticEngine &diags,
+                     WeightStats &stats, Sink &&sink) const;
   template <typename Sink>
   bool producePlain(const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
                     Sink &&sink) const;

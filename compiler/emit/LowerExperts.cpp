@@ -1,0 +1,281 @@
+//===- LowerExperts.cpp - ONNX lowering of the MoE expert dispatch --------===//
+//
+// This file lowers `experts`: each token's output is the routing-weighted
+// sum of its selected experts' outputs. Only the selected (token, expert)
+// pairs are computed (no capacity, nothing dropped).
+//
+// The dispatch is an ONNX Scan over the experts 0..E-1, so the graph holds
+// the expert body once per layer whatever the number of experts. Its scan
+// inputs are the expert ids and the stacked [E, ...] expert weights: ONNX
+// Runtime hands each iteration its expert's slice as a view (no copy). An
+// iteration finds its expert's (token, expert) pairs (Equal, NonZero; none
+// for an expert nobody selected, whose body then runs on 0 rows), gathers
+// their tokens, runs the body, weights the output (or, with scale_input,
+// the input) and adds it into the float32 accumulator (the Scan state)
+// with ScatterND add.
+//
+// A per-expert weight `...{e}...` of the body becomes the stacked
+// initializer named with `{e}` replaced by `stacked`, streamed from every
+// expert's checkpoint tensor (WeightPlan::useStacked); a weight the
+// checkpoint already stacks (an expert_slice of it) is scanned as it is. A
+// matrix the body only reads transposed (`transpose_b` matmuls) is scanned
+// from the Transpose of its stack ([E, in, out]; ONNX Runtime folds the
+// Transpose of an initializer when the session is created), so the body's
+// matmuls read plain [in, out] weights.
+//
+// Bodies that read block-quantized weights (MatMulNBits reads one expert's
+// codes through its own initializer) keep the unrolled form: one copy of
+// the body per expert, each over the tokens that selected it.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/OnnxLowering.h"
+
+namespace archc {
+
+namespace {
+void addInput(onnx::GraphProto &g, const std::string &name, int32_t type) {
+  onnx::ValueInfoProto *vi = g.add_input();
+  vi->set_name(name);
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+}
+
+void addOutput(onnx::GraphProto &g, const std::string &name, int32_t type) {
+  onnx::ValueInfoProto *vi = g.add_output();
+  vi->set_name(name);
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+}
+} // namespace
+
+std::string OnnxLowering::stackedWeightName(const std::string &pattern) {
+  std::string out = pattern;
+  for (size_t at = out.find("{e}"); at != std::string::npos;
+       at = out.find("{e}", at))
+    out.replace(at, 3, "stacked");
+  return out;
+}
+
+bool OnnxLowering::expertBodyStackable(const ir::Block &body) const {
+  for (const auto &op : body.getOps())
+    if (quantMatmuls.count(op.get()) || quantSlices.count(op.get()) ||
+        quantParams.count(op.get()) || quantGathers.count(op.get()))
+      return false;
+  return true;
+}
+
+std::string OnnxLowering::expertContribution(const ir::Op &op,
+                                             const std::string &xe,
+                                             const std::string &wsel) {
+  const ir::Block &body = *op.getRegions()[0];
+  const ir::TensorType &xt = op.getOperand(0)->type;
+  int64_t dOut = op.getResult()->type.dims.back().getConstant().value_or(0);
+  const bool *scaleInputAttr = op.optAttr<bool>("scale_input");
+  bool scaleInput = scaleInputAttr && *scaleInputAttr;
+  std::string input = xe;
+  if (scaleInput) // Llama 4: the routing weight scales the expert's input
+    input = narrow(b.node("Mul", {widen(xe), widen(wsel)}));
+  // The body sees its tokens with the rank the IR gave it ([..., n, D]:
+  // leading dims of 1), so rank-dependent lowerings stay valid.
+  std::vector<int64_t> lead;
+  for (size_t i = 2; i < xt.rank(); ++i)
+    lead.push_back(static_cast<int64_t>(i - 2));
+  def(body.getArgument(0),
+      lead.empty() ? input : b.node("Unsqueeze", {input, b.i64(lead)}));
+  if (!lowerBlock(body))
+    return "";
+  std::string ye = b.node(
+      "Reshape", {in(body.getTerminator()->getOperand(0)), b.i64({-1, dOut})});
+  return scaleInput ? widen(ye) : b.node("Mul", {widen(ye), widen(wsel)});
+}
+
+bool OnnxLowering::lowerExperts(const ir::Op &op) {
+  if (expert >= 0 || !expertIndex.empty())
+    return fail(op, "nested expert dispatch");
+  const ir::TensorType &xt = op.getOperand(0)->type;
+  const ir::TensorType &rt = op.getResult()->type;
+  int64_t dIn = xt.dims.back().getConstant().value_or(0);
+  int64_t dOut = rt.dims.back().getConstant().value_or(0);
+  int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
+  // Tokens flattened to [N, D]; routing to [N, k].
+  std::string x = b.node("Reshape", {in(op.getOperand(0)), b.i64({-1, dIn})});
+  std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
+  std::string idx = b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})});
+  std::string n =
+      b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({1})});
+  // The weighted sum accumulates in float32 (more accurate, and ONNX
+  // Runtime's CPU ScatterND has no float16 add).
+  std::string out = b.node(
+      "ConstantOfShape",
+      {b.node("Concat", {n, b.i64({dOut})}, {OnnxAttr::integer("axis", 0)})});
+  bool ok = expertBodyStackable(*op.getRegions()[0])
+                ? dispatchScan(op, x, w, idx, k, out)
+                : dispatchUnrolled(op, x, w, idx, out);
+  if (!ok)
+    return false;
+  std::string shape = shapeTensor(rt.dims);
+  if (shape.empty())
+    return fail(op, "cannot compute the output shape");
+  def(op.getResult(), narrow(b.node("Reshape", {out, shape},
+                                    {OnnxAttr::integer("allowzero", 1)})));
+  return true;
+}
+
+std::string OnnxLowering::expertWeight(const std::string &stacked,
+                                       const ir::TensorType &slice,
+                                       bool transposedIn) {
+  // A scan input: Scan hands the body each expert's slice in turn (the
+  // transposed stack's when transposedIn).
+  for (const ScanInput &si : scanInputs)
+    if (si.outer == stacked && si.transposed == transposedIn)
+      return si.inner;
+  std::string inner = b.fresh("expert_w");
+  addInput(b.proto(), inner, onnxDType(ir::dtypeName(slice.dtype)));
+  scanInputs.push_back({stacked, transposedIn, inner});
+  return inner;
+}
+
+void OnnxLowering::findTransposedWeights(const ir::Block &body) {
+  // Values read as the transposed [out, in] matrix of every matmul that
+  // reads them, and by nothing else.
+  std::map<const ir::Value *, bool> only;
+  for (const auto &op : body.getOps())
+    for (size_t i = 0; i < op->getNumOperands(); ++i) {
+      const ir::Value *v = op->getOperand(i);
+      bool transposedB = op->getKind() == ir::OpKind::MatMul && i == 1 &&
+                         op->attr<bool>("transpose_b") && v->type.rank() == 2;
+      auto [it, fresh] = only.emplace(v, transposedB);
+      if (!fresh)
+        it->second = it->second && transposedB;
+    }
+  // Only the expert's slices (per-expert params, expert_slice) are handed
+  // over by expertWeight, so only they can come transposed.
+  transposedWeights.clear();
+  for (const auto &op : body.getOps()) {
+    bool slice =
+        op->getKind() == ir::OpKind::ExpertSlice ||
+        (op->getKind() == ir::OpKind::Param &&
+         op->attr<std::string>("name").find("{e}") != std::string::npos);
+    if (!slice)
+      continue;
+    auto it = only.find(op->getResult());
+    if (it != only.end() && it->second)
+      transposedWeights.insert(op->getResult());
+  }
+}
+
+bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
+                                const std::string &w, const std::string &idx,
+                                int64_t k, std::string &out) {
+  int64_t count = op.attr<int64_t>("count");
+  // The (token, expert) pairs, flattened: pair p is token p / k's choice
+  // p % k.
+  std::string pairExpert = b.node("Reshape", {idx, b.i64({-1})});
+  std::string pairWeight = b.node("Reshape", {w, b.i64({-1})});
+  std::string ids =
+      b.node("Range", {b.i64Scalar(0), b.i64Scalar(count), b.i64Scalar(1)});
+
+  // The body, built in a subgraph; the lowering's caches are restored
+  // afterwards (what the body defined is not visible outside it).
+  onnx::GraphProto scanBody;
+  scanBody.set_name(b.fresh("experts_step"));
+  auto savedNames = names;
+  auto savedDeferred = deferred;
+  auto savedStorage = storage;
+  auto savedSymbols = symbols;
+  auto savedSources = exprSources;
+  auto savedRope = ropeCache;
+  auto savedMask = maskCache;
+  auto savedLeading = leadingShape;
+  auto savedShared = sharedShapes;
+  GraphBuilder::Target outer = b.retarget(scanBody, scanBody.name() + "_");
+  // Body inputs: the accumulator (state), then the scan inputs in order:
+  // the expert id, then the weights as the body asks for them.
+  std::string accIn = b.fresh("acc"), e = b.fresh("expert");
+  addInput(scanBody, accIn, onnx::TensorProto_DataType_FLOAT);
+  addInput(scanBody, e, onnx::TensorProto_DataType_INT64);
+  scanInputs.clear();
+  scanInputs.push_back({ids, false, e});
+  std::string pairs =
+      b.node("Reshape", {b.node("NonZero", {b.node("Equal", {pairExpert, e})}),
+                         b.i64({-1})});
+  std::string tok = b.node("Div", {pairs, b.i64Scalar(k)});
+  std::string xe = b.node("Gather", {x, tok}, {OnnxAttr::integer("axis", 0)});
+  std::string wsel = b.node(
+      "Unsqueeze",
+      {b.node("Gather", {pairWeight, pairs}, {OnnxAttr::integer("axis", 0)}),
+       b.i64({1})});
+  expertIndex = e;
+  expertCount = count;
+  findTransposedWeights(*op.getRegions()[0]);
+  std::string contrib = expertContribution(op, xe, wsel);
+  expertIndex.clear();
+  transposedWeights.clear();
+  bool ok = !contrib.empty();
+  if (ok) {
+    std::string acc = b.node(
+        "ScatterND", {accIn, b.node("Unsqueeze", {tok, b.i64({1})}), contrib},
+        {OnnxAttr::str("reduction", "add")});
+    std::string accOut = b.fresh("acc_out");
+    b.nodeNamed("Identity", {acc}, accOut);
+    addOutput(scanBody, accOut, onnx::TensorProto_DataType_FLOAT);
+  }
+  b.restore(std::move(outer));
+  names = std::move(savedNames);
+  deferred = std::move(savedDeferred);
+  storage = std::move(savedStorage);
+  symbols = std::move(savedSymbols);
+  exprSources = std::move(savedSources);
+  ropeCache = std::move(savedRope);
+  maskCache = std::move(savedMask);
+  leadingShape = std::move(savedLeading);
+  sharedShapes = std::move(savedShared);
+  if (ok) {
+    std::vector<std::string> ins = {out};
+    for (const ScanInput &si : scanInputs)
+      ins.push_back(si.transposed ? b.node("Transpose", {si.outer},
+                                           {OnnxAttr::list("perm", {0, 2, 1})})
+                                  : si.outer);
+    int64_t m = static_cast<int64_t>(scanInputs.size());
+    out = b.nodeN("Scan", ins,
+                  {OnnxAttr::graph("body", std::move(scanBody)),
+                   OnnxAttr::integer("num_scan_inputs", m)},
+                  1, "experts")[0];
+  }
+  scanInputs.clear();
+  return ok;
+}
+
+bool OnnxLowering::dispatchUnrolled(const ir::Op &op, const std::string &x,
+                                    const std::string &w,
+                                    const std::string &idx, std::string &out) {
+  int64_t count = op.attr<int64_t>("count");
+  std::string zero = actScalar(0.0);
+  for (int64_t e = 0; e < count; ++e) {
+    std::string hit = b.node("Equal", {idx, b.i64Scalar(e)}); // [N, k]
+    std::string we =
+        b.node("ReduceSum", {b.node("Where", {hit, w, zero}), b.i64({1})},
+               {OnnxAttr::integer("keepdims", 0)}); // [N]
+    std::string any = b.node(
+        "ReduceMax",
+        {b.node("Cast", {hit},
+                {OnnxAttr::integer("to", onnx::TensorProto_DataType_INT32)})},
+        {OnnxAttr::list("axes", {1}), OnnxAttr::integer("keepdims", 0)});
+    std::string tok =
+        b.node("Reshape", {b.node("NonZero", {any}), b.i64({-1})});
+    std::string xe = b.node("Gather", {x, tok}, {OnnxAttr::integer("axis", 0)});
+    std::string wsel =
+        b.node("Unsqueeze",
+               {b.node("Gather", {we, tok}, {OnnxAttr::integer("axis", 0)}),
+                b.i64({1})});
+    expert = e;
+    std::string contrib = expertContribution(op, xe, wsel);
+    expert = -1;
+    if (contrib.empty())
+      return false;
+    out = b.node("ScatterND",
+                 {out, b.node("Unsqueeze", {tok, b.i64({1})}), contrib},
+                 {OnnxAttr::str("reduction", "add")});
+  }
+  return true;
+}
+
+} // namespace archc
