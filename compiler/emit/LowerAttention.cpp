@@ -349,18 +349,8 @@ std::string OnnxLowering::groupedScores(const std::string &q4,
   // Viewed [B, Hkv, G, S, T] for the masks and biases. The shape comes from
   // the symbolic dims, built once per graph; from the scores themselves
   // when a dim is not a graph symbol.
-  std::string key = "scores5/" + dims.batch.str() + "/" +
-                    std::to_string(dims.kvHeads) + "/" +
-                    std::to_string(dims.groups) + "/" + dims.seq.str() + "/" +
-                    dims.total.str();
-  auto it = maskCache.find(key);
-  std::string shape = it != maskCache.end() ? it->second : "";
-  if (shape.empty()) {
-    shape = shapeTensor(
-        {dims.batch, dims.kvHeads, dims.groups, dims.seq, dims.total});
-    if (!shape.empty())
-      maskCache[key] = shape;
-  }
+  std::string shape = sharedShape(
+      {dims.batch, dims.kvHeads, dims.groups, dims.seq, dims.total});
   if (shape.empty()) {
     std::string s = b.node("Shape", {scores});
     shape = b.node("Concat",
@@ -376,18 +366,8 @@ std::string OnnxLowering::groupedValues(const std::string &probs5,
                                         const std::string &values,
                                         const GroupedDims &dims) {
   // [B, Hkv, G, S, T] -> [B, Hkv, G * S, T] x [B, Hkv, T, Dv]
-  std::string key = "probs4/" + dims.batch.str() + "/" +
-                    std::to_string(dims.kvHeads) + "/" +
-                    std::to_string(dims.groups) + "/" + dims.seq.str() + "/" +
-                    dims.total.str();
-  auto it = maskCache.find(key);
-  std::string shape = it != maskCache.end() ? it->second : "";
-  if (shape.empty()) {
-    shape = shapeTensor(
-        {dims.batch, dims.kvHeads, dims.seq * dims.groups, dims.total});
-    if (!shape.empty())
-      maskCache[key] = shape;
-  }
+  std::string shape = sharedShape(
+      {dims.batch, dims.kvHeads, dims.seq * dims.groups, dims.total});
   if (shape.empty()) {
     std::string s = b.node("Shape", {probs5});
     shape = b.node("Concat",

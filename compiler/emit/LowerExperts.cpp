@@ -32,20 +32,6 @@
 
 namespace archc {
 
-namespace {
-void addInput(onnx::GraphProto &g, const std::string &name, int32_t type) {
-  onnx::ValueInfoProto *vi = g.add_input();
-  vi->set_name(name);
-  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-}
-
-void addOutput(onnx::GraphProto &g, const std::string &name, int32_t type) {
-  onnx::ValueInfoProto *vi = g.add_output();
-  vi->set_name(name);
-  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-}
-} // namespace
-
 std::string OnnxLowering::stackedWeightName(const std::string &pattern) {
   std::string out = pattern;
   for (size_t at = out.find("{e}"); at != std::string::npos;
@@ -128,7 +114,7 @@ std::string OnnxLowering::expertWeight(const std::string &stacked,
     if (si.outer == stacked && si.transposed == transposedIn)
       return si.inner;
   std::string inner = b.fresh("expert_w");
-  addInput(b.proto(), inner, onnxDType(ir::dtypeName(slice.dtype)));
+  addGraphInput(b.proto(), inner, onnxDType(ir::dtypeName(slice.dtype)));
   scanInputs.push_back({stacked, transposedIn, inner});
   return inner;
 }
@@ -190,8 +176,8 @@ bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
   // Body inputs: the accumulator (state), then the scan inputs in order:
   // the expert id, then the weights as the body asks for them.
   std::string accIn = b.fresh("acc"), e = b.fresh("expert");
-  addInput(scanBody, accIn, onnx::TensorProto_DataType_FLOAT);
-  addInput(scanBody, e, onnx::TensorProto_DataType_INT64);
+  addGraphInput(scanBody, accIn, onnx::TensorProto_DataType_FLOAT);
+  addGraphInput(scanBody, e, onnx::TensorProto_DataType_INT64);
   scanInputs.clear();
   scanInputs.push_back({ids, false, e});
   std::string pairs =
@@ -216,7 +202,7 @@ bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
         {OnnxAttr::str("reduction", "add")});
     std::string accOut = b.fresh("acc_out");
     b.nodeNamed("Identity", {acc}, accOut);
-    addOutput(scanBody, accOut, onnx::TensorProto_DataType_FLOAT);
+    addGraphOutput(scanBody, accOut, onnx::TensorProto_DataType_FLOAT);
   }
   b.restore(std::move(outer));
   names = std::move(savedNames);

@@ -23,18 +23,6 @@ namespace archc {
 
 namespace {
 constexpr int32_t kF32 = onnx::TensorProto_DataType_FLOAT;
-
-void addInput(onnx::GraphProto &g, const std::string &name, int32_t type) {
-  onnx::ValueInfoProto *vi = g.add_input();
-  vi->set_name(name);
-  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-}
-
-void addOutput(onnx::GraphProto &g, const std::string &name, int32_t type) {
-  onnx::ValueInfoProto *vi = g.add_output();
-  vi->set_name(name);
-  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-}
 } // namespace
 
 std::string OnnxLowering::newTokenMask(const ir::Op &op, const std::string &x) {
@@ -154,7 +142,7 @@ bool OnnxLowering::lowerDeltaRule(const ir::Op &op) {
   std::string sIn = s.fresh("state"), qIn = s.fresh("q"), kIn = s.fresh("k"),
               vIn = s.fresh("v"), gIn = s.fresh("g"), bIn = s.fresh("beta");
   for (const std::string &n : {sIn, qIn, kIn, vIn, gIn, bIn})
-    addInput(body, n, kF32);
+    addGraphInput(body, n, kF32);
   // S [B, Hv, dk, dv]; q_t, k_t [B, Hv, dk]; v_t [B, Hv, dv]; g_t, b_t [B, Hv]
   std::string decay =
       s.node("Unsqueeze", {s.node("Exp", {gIn}), s.i64({2, 3})});
@@ -174,8 +162,8 @@ bool OnnxLowering::lowerDeltaRule(const ir::Op &op) {
   std::string sOut = s.fresh("state_out"), oOut = s.fresh("o");
   s.nodeNamed("Identity", {s2}, sOut);
   s.nodeNamed("Identity", {o}, oOut);
-  addOutput(body, sOut, kF32);
-  addOutput(body, oOut, kF32);
+  addGraphOutput(body, sOut, kF32);
+  addGraphOutput(body, oOut, kF32);
 
   std::vector<std::string> outs =
       b.nodeN("Scan", {state, q, k, v, g, beta},

@@ -231,4 +231,17 @@ void GraphBuilder::restore(Target saved) {
   constCache = std::move(saved.constCache);
 }
 
+void addGraphInput(onnx::GraphProto &g, const std::string &name, int32_t type) {
+  onnx::ValueInfoProto *vi = g.add_input();
+  vi->set_name(name);
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+}
+
+void addGraphOutput(onnx::GraphProto &g, const std::string &name,
+                    int32_t type) {
+  onnx::ValueInfoProto *vi = g.add_output();
+  vi->set_name(name);
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+}
+
 } // namespace archc

@@ -139,6 +139,11 @@ private:
 /// bool, ...).
 int32_t onnxDType(const std::string &archcName);
 
+/// Declares a tensor input / output `name` of element type `type` (no shape)
+/// on a subgraph (a Scan or Loop body).
+void addGraphInput(onnx::GraphProto &g, const std::string &name, int32_t type);
+void addGraphOutput(onnx::GraphProto &g, const std::string &name, int32_t type);
+
 } // namespace archc
 
 #endif // ARCHC_EMIT_ONNXBUILDER_H
