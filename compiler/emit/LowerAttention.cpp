@@ -3,8 +3,9 @@
 // This file lowers the attention family:
 //   rope:      cos/sin computed once per rotary configuration from
 //              position_ids and the inverse frequencies (run-time choice for
-//              dynamic and longrope scaling); half-split or interleaved
-//              pairs; partial rotary dims pass through.
+//              dynamic and longrope scaling); half-split (one Split, the
+//              halves swapped, the sign folded into the sin table) or
+//              interleaved pairs; partial rotary dims pass through.
 //   cache:     new keys/values are moved to the [batch, heads, seq, d]
 //              storage layout and appended to the past state (Concat); the
 //              result is the present state.
@@ -49,7 +50,7 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
   std::string key = ir::attrStr(ir::Attr(std::vector<double>(
                         tables.invFreq.begin(), tables.invFreq.end()))) +
                     tables.type + std::to_string(tables.attentionFactor) +
-                    (interleaved ? "i" : "h") + pos +
+                    (interleaved ? "i" : "h" + std::to_string(headDim)) + pos +
                     (multiAxis ? ir::attrStr(ir::Attr(ir::mropeSections(op))) +
                                      (ir::mropeInterleaved(op) ? "I" : "C")
                                : "");
@@ -101,15 +102,30 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
         b.node("Mul", {b.node("Unsqueeze", {posF, b.i64({-1})}), invFreq});
     if (multiAxis)
       freqs = mropeFrequencies(op, freqs, half);
-    std::string emb = interleaved ? freqs
-                                  : b.node("Concat", {freqs, freqs},
-                                           {OnnxAttr::integer("axis", -1)});
-    cosT = b.node("Cos", {emb});
-    sinT = b.node("Sin", {emb});
+    cosT = b.node("Cos", {freqs});
+    sinT = b.node("Sin", {freqs});
     if (tables.attentionFactor != 1.0) {
       std::string f = b.f32Scalar(static_cast<float>(tables.attentionFactor));
       cosT = b.node("Mul", {cosT, f});
       sinT = b.node("Mul", {sinT, f});
+    }
+    if (!interleaved) {
+      // Half-split tables over the whole head: cos is [cos, cos, 1...] and
+      // sin is [-sin, sin, 0...], the sign of rotate_half folded in and the
+      // pass-through dims (partial rotary) multiplied by 1 and 0, so one
+      // rotation is x * cos + swap_halves(x) * sin, exactly.
+      std::vector<std::string> cosParts = {cosT, cosT};
+      std::vector<std::string> sinParts = {b.node("Neg", {sinT}), sinT};
+      if (rot != headDim) {
+        std::string lead = b.node(
+            "Slice", {b.node("Shape", {freqs}), b.i64({0}), b.i64({-1})});
+        std::string passShape = b.node("Concat", {lead, b.i64({headDim - rot})},
+                                       {OnnxAttr::integer("axis", 0)});
+        cosParts.push_back(b.node("Expand", {b.f32Scalar(1.0f), passShape}));
+        sinParts.push_back(b.node("Expand", {b.f32Scalar(0.0f), passShape}));
+      }
+      cosT = b.node("Concat", cosParts, {OnnxAttr::integer("axis", -1)});
+      sinT = b.node("Concat", sinParts, {OnnxAttr::integer("axis", -1)});
     }
     // Broadcast over heads: [batch, seq, 1, rot or half].
     cosT = narrow(b.node("Unsqueeze", {cosT, b.i64({2})}));
@@ -122,21 +138,24 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
   }
 
   const std::string &x = in(op.getOperand(0));
-  std::string xr =
-      rot == headDim
-          ? x
-          : b.node("Slice", {x, b.i64({0}), b.i64({rot}), b.i64({3})});
   std::string rotated;
   if (!interleaved) {
-    std::string x1 =
-        b.node("Slice", {xr, b.i64({0}), b.i64({half}), b.i64({3})});
-    std::string x2 =
-        b.node("Slice", {xr, b.i64({half}), b.i64({rot}), b.i64({3})});
-    std::string rh = b.node("Concat", {b.node("Neg", {x2}), x1},
-                            {OnnxAttr::integer("axis", -1)});
-    rotated =
-        b.node("Add", {b.node("Mul", {xr, cosT}), b.node("Mul", {rh, sinT})});
+    // x * cos + [x2, x1, pass] * sin with the signed tables above.
+    std::vector<std::string> parts =
+        rot == headDim
+            ? b.nodeN("Split", {x}, {OnnxAttr::integer("axis", 3)}, 2)
+            : b.nodeN("Split", {x, b.i64({half, half, headDim - rot})},
+                      {OnnxAttr::integer("axis", 3)}, 3);
+    std::swap(parts[0], parts[1]);
+    std::string swapped =
+        b.node("Concat", parts, {OnnxAttr::integer("axis", -1)});
+    rotated = b.node(
+        "Add", {b.node("Mul", {x, cosT}), b.node("Mul", {swapped, sinT})});
   } else {
+    std::string xr =
+        rot == headDim
+            ? x
+            : b.node("Slice", {x, b.i64({0}), b.i64({rot}), b.i64({3})});
     std::string pairs = b.node("Reshape", {xr, b.i64({0, 0, 0, half, 2})});
     std::string x1 =
         b.node("Slice", {pairs, b.i64({0}), b.i64({1}), b.i64({4})});
@@ -149,12 +168,12 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
     rotated = b.node(
         "Reshape", {b.node("Concat", {o1, o2}, {OnnxAttr::integer("axis", -1)}),
                     b.i64({0, 0, 0, rot})});
-  }
-  if (rot != headDim) {
-    std::string pass =
-        b.node("Slice", {x, b.i64({rot}), b.i64({headDim}), b.i64({3})});
-    rotated =
-        b.node("Concat", {rotated, pass}, {OnnxAttr::integer("axis", -1)});
+    if (rot != headDim) {
+      std::string pass =
+          b.node("Slice", {x, b.i64({rot}), b.i64({headDim}), b.i64({3})});
+      rotated =
+          b.node("Concat", {rotated, pass}, {OnnxAttr::integer("axis", -1)});
+    }
   }
   def(op.getResult(), rotated);
   return true;
