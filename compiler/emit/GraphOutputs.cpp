@@ -12,11 +12,8 @@
 
 namespace archc {
 
-namespace {
-/// Renames every use and definition of the names in `to` in `graph` and
-/// the subgraphs of its nodes (outer-scope references included).
-void renameAll(onnx::GraphProto &graph,
-               const std::map<std::string, std::string> &to) {
+void renameValues(onnx::GraphProto &graph,
+                  const std::map<std::string, std::string> &to) {
   auto renamed = [&](std::string &n) {
     auto it = to.find(n);
     if (it != to.end())
@@ -29,15 +26,14 @@ void renameAll(onnx::GraphProto &graph,
       renamed(out);
     for (auto &attr : *node.mutable_attribute()) {
       if (attr.has_g())
-        renameAll(*attr.mutable_g(), to);
+        renameValues(*attr.mutable_g(), to);
       for (auto &g : *attr.mutable_graphs())
-        renameAll(g, to);
+        renameValues(g, to);
     }
   }
   for (auto &vi : *graph.mutable_value_info())
     renamed(*vi.mutable_name());
 }
-} // namespace
 
 int produceOutputsInPlace(onnx::GraphProto &graph) {
   std::set<std::string> outputs, fixed;
@@ -73,7 +69,7 @@ int produceOutputsInPlace(onnx::GraphProto &graph) {
     if (!dropped.count(i))
       *kept.Add() = std::move(*graph.mutable_node(i));
   graph.mutable_node()->Swap(&kept);
-  renameAll(graph, to);
+  renameValues(graph, to);
   return static_cast<int>(dropped.size());
 }
 

@@ -11,7 +11,16 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <map>
+#include <string>
+
 namespace archc {
+
+/// Renames every use and definition of the names in `to` in `graph` and
+/// the subgraphs of its nodes (outer-scope references included), and the
+/// value_info entries.
+void renameValues(onnx::GraphProto &graph,
+                  const std::map<std::string, std::string> &to);
 
 /// Removes each `output = Identity(x)` of `graph` whose output is a graph
 /// output and whose `x` is computed by a node of `graph` and is neither a

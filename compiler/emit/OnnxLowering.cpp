@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
 
+#include "emit/GraphCse.h"
 #include "emit/GraphOutputs.h"
 
 #include <fmt/format.h>
@@ -331,6 +332,8 @@ bool OnnxLowering::run() {
       });
   // Outputs are written by their producers (no Identity copy of the cache).
   produceOutputsInPlace(b.proto());
+  // Per-layer copies of the same derived values, computed once.
+  eliminateCommonSubexpressions(b.proto());
   return true;
 }
 
