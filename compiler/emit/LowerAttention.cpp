@@ -3,9 +3,10 @@
 // This file lowers the attention family:
 //   rope:      cos/sin computed once per rotary configuration from
 //              position_ids and the inverse frequencies (run-time choice for
-//              dynamic and longrope scaling); half-split (one Split, the
-//              halves swapped, the sign folded into the sin table) or
-//              interleaved pairs; partial rotary dims pass through.
+//              dynamic and longrope scaling); x * cos + swap(x) * sin with
+//              the halves (half-split) or the pair members (interleaved)
+//              swapped, the sign folded into the sin table; partial rotary
+//              dims pass through (cos 1, sin 0).
 //   cache:     new keys/values are moved to the [batch, heads, seq, d]
 //              storage layout and appended to the past state (Concat); the
 //              result is the present state.
@@ -50,7 +51,7 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
   std::string key = ir::attrStr(ir::Attr(std::vector<double>(
                         tables.invFreq.begin(), tables.invFreq.end()))) +
                     tables.type + std::to_string(tables.attentionFactor) +
-                    (interleaved ? "i" : "h" + std::to_string(headDim)) + pos +
+                    (interleaved ? "i" : "h") + std::to_string(headDim) + pos +
                     (multiAxis ? ir::attrStr(ir::Attr(ir::mropeSections(op))) +
                                      (ir::mropeInterleaved(op) ? "I" : "C")
                                : "");
@@ -109,72 +110,77 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
       cosT = b.node("Mul", {cosT, f});
       sinT = b.node("Mul", {sinT, f});
     }
-    if (!interleaved) {
-      // Half-split tables over the whole head: cos is [cos, cos, 1...] and
-      // sin is [-sin, sin, 0...], the sign of rotate_half folded in and the
-      // pass-through dims (partial rotary) multiplied by 1 and 0, so one
-      // rotation is x * cos + swap_halves(x) * sin, exactly.
-      std::vector<std::string> cosParts = {cosT, cosT};
-      std::vector<std::string> sinParts = {b.node("Neg", {sinT}), sinT};
-      if (rot != headDim) {
-        std::string lead = b.node(
-            "Slice", {b.node("Shape", {freqs}), b.i64({0}), b.i64({-1})});
-        std::string passShape = b.node("Concat", {lead, b.i64({headDim - rot})},
-                                       {OnnxAttr::integer("axis", 0)});
-        cosParts.push_back(b.node("Expand", {b.f32Scalar(1.0f), passShape}));
-        sinParts.push_back(b.node("Expand", {b.f32Scalar(0.0f), passShape}));
-      }
-      cosT = b.node("Concat", cosParts, {OnnxAttr::integer("axis", -1)});
-      sinT = b.node("Concat", sinParts, {OnnxAttr::integer("axis", -1)});
-    }
-    // Broadcast over heads: [batch, seq, 1, rot or half].
-    cosT = narrow(b.node("Unsqueeze", {cosT, b.i64({2})}));
-    sinT = narrow(b.node("Unsqueeze", {sinT, b.i64({2})}));
+    // Tables over the whole head, the sign of the rotation folded into sin
+    // and the pass-through dims (partial rotary) multiplied by 1 and 0, so
+    // one rotation is x * cos + swap(x) * sin, exactly. Half-split: cos is
+    // [c, c, 1...], sin [-s, s, 0...], swap exchanges the halves.
+    // Interleaved: cos is [c0, c0, c1, c1, ..., 1...], sin [-s0, s0, -s1,
+    // s1, ..., 0...], swap exchanges the members of each pair.
+    std::string negSin = b.node("Neg", {sinT});
+    std::vector<std::string> cosParts, sinParts;
     if (interleaved) {
-      cosT = b.node("Unsqueeze", {cosT, b.i64({-1})});
-      sinT = b.node("Unsqueeze", {sinT, b.i64({-1})});
+      auto pairUp = [&](const std::string &even, const std::string &odd) {
+        return b.node("Reshape",
+                      {b.node("Concat",
+                              {b.node("Unsqueeze", {even, b.i64({-1})}),
+                               b.node("Unsqueeze", {odd, b.i64({-1})})},
+                              {OnnxAttr::integer("axis", -1)}),
+                       b.i64({0, 0, rot})});
+      };
+      cosParts = {pairUp(cosT, cosT)};
+      sinParts = {pairUp(negSin, sinT)};
+    } else {
+      cosParts = {cosT, cosT};
+      sinParts = {negSin, sinT};
     }
+    if (rot != headDim) {
+      std::string lead =
+          b.node("Slice", {b.node("Shape", {freqs}), b.i64({0}), b.i64({-1})});
+      std::string passShape = b.node("Concat", {lead, b.i64({headDim - rot})},
+                                     {OnnxAttr::integer("axis", 0)});
+      cosParts.push_back(b.node("Expand", {b.f32Scalar(1.0f), passShape}));
+      sinParts.push_back(b.node("Expand", {b.f32Scalar(0.0f), passShape}));
+    }
+    auto joined = [&](const std::vector<std::string> &parts) {
+      return parts.size() == 1
+                 ? parts[0]
+                 : b.node("Concat", parts, {OnnxAttr::integer("axis", -1)});
+    };
+    // Broadcast over heads: [batch, seq, 1, head dim].
+    cosT = narrow(b.node("Unsqueeze", {joined(cosParts), b.i64({2})}));
+    sinT = narrow(b.node("Unsqueeze", {joined(sinParts), b.i64({2})}));
     ropeCache[key] = {cosT, sinT};
   }
 
   const std::string &x = in(op.getOperand(0));
-  std::string rotated;
+  std::string swapped;
   if (!interleaved) {
-    // x * cos + [x2, x1, pass] * sin with the signed tables above.
+    // [x2, x1, pass].
     std::vector<std::string> parts =
         rot == headDim
             ? b.nodeN("Split", {x}, {OnnxAttr::integer("axis", 3)}, 2)
             : b.nodeN("Split", {x, b.i64({half, half, headDim - rot})},
                       {OnnxAttr::integer("axis", 3)}, 3);
     std::swap(parts[0], parts[1]);
-    std::string swapped =
-        b.node("Concat", parts, {OnnxAttr::integer("axis", -1)});
-    rotated = b.node(
-        "Add", {b.node("Mul", {x, cosT}), b.node("Mul", {swapped, sinT})});
+    swapped = b.node("Concat", parts, {OnnxAttr::integer("axis", -1)});
   } else {
-    std::string xr =
-        rot == headDim
-            ? x
-            : b.node("Slice", {x, b.i64({0}), b.i64({rot}), b.i64({3})});
-    std::string pairs = b.node("Reshape", {xr, b.i64({0, 0, 0, half, 2})});
-    std::string x1 =
-        b.node("Slice", {pairs, b.i64({0}), b.i64({1}), b.i64({4})});
-    std::string x2 =
-        b.node("Slice", {pairs, b.i64({1}), b.i64({2}), b.i64({4})});
-    std::string o1 =
-        b.node("Sub", {b.node("Mul", {x1, cosT}), b.node("Mul", {x2, sinT})});
-    std::string o2 =
-        b.node("Add", {b.node("Mul", {x2, cosT}), b.node("Mul", {x1, sinT})});
-    rotated = b.node(
-        "Reshape", {b.node("Concat", {o1, o2}, {OnnxAttr::integer("axis", -1)}),
-                    b.i64({0, 0, 0, rot})});
-    if (rot != headDim) {
-      std::string pass =
-          b.node("Slice", {x, b.i64({rot}), b.i64({headDim}), b.i64({3})});
-      rotated =
-          b.node("Concat", {rotated, pass}, {OnnxAttr::integer("axis", -1)});
-    }
+    // [x1, x0, x3, x2, ..., pass].
+    std::vector<std::string> parts =
+        rot == headDim ? std::vector<std::string>{x}
+                       : b.nodeN("Split", {x, b.i64({rot, headDim - rot})},
+                                 {OnnxAttr::integer("axis", 3)}, 2);
+    std::vector<std::string> pair = b.nodeN(
+        "Split", {b.node("Reshape", {parts[0], b.i64({0, 0, 0, half, 2})})},
+        {OnnxAttr::integer("axis", 4)}, 2);
+    parts[0] = b.node("Reshape", {b.node("Concat", {pair[1], pair[0]},
+                                         {OnnxAttr::integer("axis", -1)}),
+                                  b.i64({0, 0, 0, rot})});
+    swapped = parts.size() == 1
+                  ? parts[0]
+                  : b.node("Concat", parts, {OnnxAttr::integer("axis", -1)});
   }
+  std::string rotated =
+      b.node("Add", {b.node("Mul", {x, cosT}), b.node("Mul", {swapped, sinT})});
   def(op.getResult(), rotated);
   return true;
 }
