@@ -127,6 +127,30 @@ bool OnnxLowering::lowerElementwise(const ir::Op &op) {
 bool OnnxLowering::lowerNorm(const ir::Op &op) {
   const ir::TensorType &t = op.getOperand(0)->type;
   std::string x = widen(in(op.getOperand(0)));
+  if (op.getKind() == OpKind::RmsNorm && target == OnnxTarget::Ort &&
+      t.dtype == ir::DType::F32) {
+    // ONNX Runtime's own kernel (the node its optimizer fuses the portable
+    // pattern below into), float32 activations only: half precision keeps
+    // Hugging Face's order (normalize in float32, cast, then scale).
+    std::string scale;
+    int64_t dim = t.dims.back().getConstant().value_or(0);
+    double offset = op.attr<double>("offset");
+    if (op.getNumOperands() < 2)
+      scale = b.f32(std::vector<float>(static_cast<size_t>(dim), 1.0f), {dim});
+    else if (offset != 0.0)
+      scale = b.node("Add", {in(op.getOperand(1)),
+                             b.f32Scalar(static_cast<float>(offset))});
+    else
+      scale = in(op.getOperand(1));
+    contribOps = true;
+    def(op.getResult(),
+        b.node("SimplifiedLayerNormalization", {x, scale},
+               {OnnxAttr::integer("axis", -1),
+                OnnxAttr::real("epsilon",
+                               static_cast<float>(op.attr<double>("eps"))),
+                OnnxAttr::integer("stash_type", 1)}));
+    return true;
+  }
   if (op.getKind() == OpKind::RmsNorm) {
     // x / sqrt(mean(x^2) + eps) * (offset + w), in float32. Written as
     // Pow(2), ReduceMean, Add, Sqrt, Div, Mul: the pattern ONNX Runtime's

@@ -1,9 +1,10 @@
 //===- OnnxContribSchemas.cpp - ONNX Runtime contrib ops for the checker --===//
 //
-// This file registers MatMulNBits and GatherBlockQuantized with onnx's
-// schema registry. Their shape rules also check the quantized initializers'
-// shapes against the attributes, so a layout bug fails in-process instead
-// of in ONNX Runtime.
+// This file registers MatMulNBits, GatherBlockQuantized and
+// SimplifiedLayerNormalization (`--target=ort`) with onnx's schema
+// registry. The quantized ops' shape rules also check the quantized
+// initializers' shapes against the attributes, so a layout bug fails
+// in-process instead of in ONNX Runtime.
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxContribSchemas.h"
@@ -153,6 +154,33 @@ void registerAll() {
           .TypeConstraint("Tind", {"tensor(int32)", "tensor(int64)"}, "indices")
           .TypeAndShapeInferenceFunction(inferGatherBlockQuantized);
   OpSchemaRegistry::OpSchemaRegisterOnce registerGather(gather);
+  // ONNX Runtime registers this one in the default domain, version 1.
+  static OpSchema rmsNorm =
+      OpSchema()
+          .SetName("SimplifiedLayerNormalization")
+          .SetDomain("")
+          .SinceVersion(1)
+          .SetDoc("x / sqrt(mean(x^2) + epsilon) * scale over the axes from "
+                  "`axis` (ONNX Runtime contrib op).")
+          .Attr("axis", "first normalized axis", AttributeProto::INT,
+                static_cast<int64_t>(-1))
+          .Attr("epsilon", "added to the mean square", AttributeProto::FLOAT,
+                1e-5f)
+          .Attr("stash_type", "compute type (1: float)", AttributeProto::INT,
+                static_cast<int64_t>(1))
+          .Input(0, "X", "input", "T")
+          .Input(1, "scale", "normalized shape", "V")
+          .Output(0, "Y", "X's shape", "V")
+          .Output(1, "inv_std_var", "saved statistics", "U", OpSchema::Optional)
+          .TypeConstraint("T", {"tensor(float)", "tensor(float16)"}, "input")
+          .TypeConstraint("V", {"tensor(float)", "tensor(float16)"}, "scale")
+          .TypeConstraint("U", {"tensor(float)"}, "statistics")
+          .TypeAndShapeInferenceFunction([](InferenceContext &ctx) {
+            propagateElemTypeFromInputToOutput(ctx, 1, 0);
+            if (hasInputShape(ctx, 0))
+              propagateShapeFromInputToOutput(ctx, 0, 0);
+          });
+  OpSchemaRegistry::OpSchemaRegisterOnce registerRmsNorm(rmsNorm);
 }
 } // namespace
 

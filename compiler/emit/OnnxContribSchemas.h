@@ -1,10 +1,11 @@
 //===- OnnxContribSchemas.h - ONNX Runtime contrib ops for the checker -*-
 // C++ -*-===//
 //
-// This file declares the registration of the two ONNX Runtime contrib ops
-// that quantized models use (com.microsoft MatMulNBits and
-// GatherBlockQuantized, as ONNX Runtime's ContribOperators.md specifies
-// them) with the linked onnx library, so that onnx::checker and strict
+// This file declares the registration of the ONNX Runtime contrib ops
+// archc emits (com.microsoft MatMulNBits and GatherBlockQuantized for
+// quantized models, SimplifiedLayerNormalization for `--target=ort`, as
+// ONNX Runtime's ContribOperators.md specifies them) with the linked onnx
+// library, so that onnx::checker and strict
 // shape inference check quantized models like every other model: inputs,
 // attributes and the shapes of the quantized initializers.
 //

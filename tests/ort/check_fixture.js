@@ -9,6 +9,7 @@
 //   (e) the single-pass model (--no-kv-cache) gives the same logits as (a);
 //   (w) -emit=weights lists exactly the checkpoint's tensors (names, shapes).
 // Usage: check_fixture.js --archc BIN --arch FILE.arch --case DIR --work DIR
+//                         [--target portable|ort]
 // Exit 0 = pass, 1 = fail, 77 = fixture folder absent (skipped).
 'use strict';
 const fs = require('fs');
@@ -28,7 +29,8 @@ function parseArgs() {
 
 function emit(args, out, extra) {
   execFileSync(args.archc, [args.arch, '--config', path.join(args.case, 'config.json'),
-    '-emit=onnx', '--weights', path.join(args.case, 'model.safetensors'), '-o', out, ...extra],
+    '-emit=onnx', '--weights', path.join(args.case, 'model.safetensors'), '-o', out,
+    ...(args.target ? ['--target=' + args.target] : []), ...extra],
     { stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
