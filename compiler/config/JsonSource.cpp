@@ -71,10 +71,12 @@ bool isWordChar(char c) {
          (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '+' || c == '-';
 }
 
-/// Replaces the non-finite literals outside strings by their sentinels in
-/// `text`; returns the value of each, keyed by the offset just past it.
-std::unordered_map<size_t, double> substituteNonFinite(std::string &text) {
-  std::unordered_map<size_t, double> values;
+/// Calls `visit(i)` for each offset `i` of `text` outside string literals,
+/// in order; `visit` returns how many characters after `i` it consumed, or
+/// kStopScan to end the scan.
+constexpr size_t kStopScan = static_cast<size_t>(-1);
+template <typename Visit>
+void scanOutsideStrings(std::string_view text, Visit &&visit) {
   bool inString = false;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -89,8 +91,21 @@ std::unordered_map<size_t, double> substituteNonFinite(std::string &text) {
       inString = true;
       continue;
     }
+    size_t consumed = visit(i);
+    if (consumed == kStopScan)
+      return;
+    i += consumed;
+  }
+}
+
+/// Replaces the non-finite literals outside strings by their sentinels in
+/// `text` (of the same length, so the scan's view stays valid); returns the
+/// value of each, keyed by the offset just past it.
+std::unordered_map<size_t, double> substituteNonFinite(std::string &text) {
+  std::unordered_map<size_t, double> values;
+  scanOutsideStrings(text, [&](size_t i) -> size_t {
     if (i > 0 && isWordChar(text[i - 1]))
-      continue;
+      return 0;
     for (const NonFiniteLiteral &l : kNonFinite) {
       size_t n = l.literal.size();
       if (text.compare(i, n, l.literal) != 0 ||
@@ -98,10 +113,10 @@ std::unordered_map<size_t, double> substituteNonFinite(std::string &text) {
         continue;
       text.replace(i, n, l.sentinel);
       values[i + n] = l.value;
-      i += n - 1;
-      break;
+      return n - 1;
     }
-  }
+    return 0;
+  });
   return values;
 }
 
@@ -110,24 +125,20 @@ std::unordered_map<size_t, double> substituteNonFinite(std::string &text) {
 /// linear in its size: each key's JSON pointer is as long as its path.
 std::optional<size_t> firstTooDeep(std::string_view text, size_t limit) {
   size_t depth = 0;
-  bool inString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
+  std::optional<size_t> found;
+  scanOutsideStrings(text, [&](size_t i) -> size_t {
     char c = text[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > limit)
-        return i;
+    if (c == '{' || c == '[') {
+      if (++depth > limit) {
+        found = i;
+        return kStopScan;
+      }
     } else if ((c == '}' || c == ']') && depth > 0) {
       --depth;
     }
-  }
-  return std::nullopt;
+    return 0;
+  });
+  return found;
 }
 
 /// Puts the original literals back into a parser message.
