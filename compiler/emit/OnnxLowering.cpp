@@ -9,6 +9,7 @@
 
 #include "emit/GraphCse.h"
 #include "emit/GraphOutputs.h"
+#include "emit/GraphSimplify.h"
 
 #include <fmt/format.h>
 
@@ -332,8 +333,11 @@ bool OnnxLowering::run() {
       });
   // Outputs are written by their producers (no Identity copy of the cache).
   produceOutputsInPlace(b.proto());
-  // Per-layer copies of the same derived values, computed once.
+  // Stacked views folded, per-layer copies of the same derived values
+  // computed once, and what that leaves unread removed.
+  foldViewChains(b.proto());
   eliminateCommonSubexpressions(b.proto());
+  removeDeadNodes(b.proto());
   return true;
 }
 
