@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
 
+#include "emit/OnnxContribSchemas.h"
+
 #include "ir/OpRules.h"
 
 #include <cmath>
@@ -143,11 +145,31 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
     else
       scale = in(op.getOperand(1));
     contribOps = true;
+    float eps = static_cast<float>(op.attr<double>("eps"));
+    // A norm of a residual sum a + b (same [batch, seq, hidden] shapes, same
+    // block) is one SkipSimplifiedLayerNormalization that also returns the
+    // sum; later readers of the sum read that output, and the Add is left
+    // to dead-node removal.
+    const ir::Op *add = op.getOperand(0)->getDefiningOp();
+    if (add && add->getKind() == OpKind::Add && t.rank() == 3 &&
+        add->getParentBlock() == op.getParentBlock() &&
+        add->getOperand(0)->type == t && add->getOperand(1)->type == t) {
+      std::vector<std::string> outs =
+          b.nodeN("SkipSimplifiedLayerNormalization",
+                  {in(add->getOperand(0)), in(add->getOperand(1)), scale},
+                  {OnnxAttr::real("epsilon", eps)}, 4);
+      onnx::NodeProto &skip =
+          *b.proto().mutable_node(b.proto().node_size() - 1);
+      skip.set_domain(kContribDomain);
+      skip.set_output(1, ""); // mean, inv_std_var: not needed
+      skip.set_output(2, "");
+      def(op.getResult(), outs[0]);
+      def(add->getResult(), outs[3]);
+      return true;
+    }
     def(op.getResult(),
         b.node("SimplifiedLayerNormalization", {x, scale},
-               {OnnxAttr::integer("axis", -1),
-                OnnxAttr::real("epsilon",
-                               static_cast<float>(op.attr<double>("eps"))),
+               {OnnxAttr::integer("axis", -1), OnnxAttr::real("epsilon", eps),
                 OnnxAttr::integer("stash_type", 1)}));
     return true;
   }

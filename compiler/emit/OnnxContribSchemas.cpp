@@ -1,7 +1,8 @@
 //===- OnnxContribSchemas.cpp - ONNX Runtime contrib ops for the checker --===//
 //
-// This file registers MatMulNBits, GatherBlockQuantized and
-// SimplifiedLayerNormalization (`--target=ort`) with onnx's schema
+// This file registers MatMulNBits, GatherBlockQuantized,
+// SimplifiedLayerNormalization and SkipSimplifiedLayerNormalization
+// (`--target=ort`) with onnx's schema
 // registry. The quantized ops' shape rules also check the quantized
 // initializers' shapes against the attributes, so a layout bug fails
 // in-process instead of in ONNX Runtime.
@@ -181,6 +182,38 @@ void registerAll() {
               propagateShapeFromInputToOutput(ctx, 0, 0);
           });
   OpSchemaRegistry::OpSchemaRegisterOnce registerRmsNorm(rmsNorm);
+  static OpSchema skipRmsNorm =
+      OpSchema()
+          .SetName("SkipSimplifiedLayerNormalization")
+          .SetDomain(kContribDomain)
+          .SinceVersion(kContribOpset)
+          .SetDoc("RMS normalization of input + skip (+ bias), also returning "
+                  "the sum (ONNX Runtime contrib op).")
+          .Attr("epsilon", "added to the mean square", AttributeProto::FLOAT,
+                1e-12f)
+          .Input(0, "input", "[batch, seq, hidden]", "T")
+          .Input(1, "skip", "input's shape", "T")
+          .Input(2, "gamma", "[hidden]", "T")
+          .Input(3, "bias", "[hidden]", "T", OpSchema::Optional)
+          .Output(0, "output", "input's shape", "T")
+          .Output(1, "mean", "unused", "U", OpSchema::Optional)
+          .Output(2, "inv_std_var", "saved statistics", "U", OpSchema::Optional)
+          .Output(3, "input_skip_bias_sum", "input + skip (+ bias)", "T",
+                  OpSchema::Optional)
+          .TypeConstraint("T", {"tensor(float)", "tensor(float16)"},
+                          "activations")
+          .TypeConstraint("U", {"tensor(float)"}, "statistics")
+          .TypeAndShapeInferenceFunction([](InferenceContext &ctx) {
+            propagateElemTypeFromInputToOutput(ctx, 0, 0);
+            if (hasInputShape(ctx, 0))
+              propagateShapeFromInputToOutput(ctx, 0, 0);
+            if (ctx.getNumOutputs() > 3) {
+              propagateElemTypeFromInputToOutput(ctx, 0, 3);
+              if (hasInputShape(ctx, 0))
+                propagateShapeFromInputToOutput(ctx, 0, 3);
+            }
+          });
+  OpSchemaRegistry::OpSchemaRegisterOnce registerSkipRmsNorm(skipRmsNorm);
 }
 } // namespace
 

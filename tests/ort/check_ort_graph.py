@@ -67,11 +67,15 @@ def main(argv):
     src_ops = collections.Counter(n.op_type for n in src.graph.node)
     opt_ops = collections.Counter(n.op_type for n in opt.graph.node)
     if target == "ort":
-        # ONNX Runtime's own kernel, emitted directly.
-        norms = src_ops["SimplifiedLayerNormalization"]
-        check(norms == 2 * layers + 1 and src_ops["Pow"] == 0,
-              f"{norms} RMSNorms emitted as SimplifiedLayerNormalization "
-              f"({layers} layers)")
+        # ONNX Runtime's own kernels, emitted directly: the norms of a
+        # residual sum as SkipSimplifiedLayerNormalization (the first
+        # layer's input norm has no residual).
+        skips = src_ops["SkipSimplifiedLayerNormalization"]
+        norms = src_ops["SimplifiedLayerNormalization"] + skips
+        check(norms == 2 * layers + 1 and skips == 2 * layers and
+              src_ops["Pow"] == 0,
+              f"{norms} RMSNorms emitted as (Skip)SimplifiedLayer"
+              f"Normalization, {skips} with the residual ({layers} layers)")
     else:
         norms = src_ops["Pow"]
         check(norms == 2 * layers + 1,
