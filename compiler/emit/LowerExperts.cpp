@@ -30,6 +30,8 @@
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
 
+#include <cstring>
+
 namespace archc {
 
 std::string OnnxLowering::stackedWeightName(const std::string &pattern) {
@@ -50,7 +52,8 @@ bool OnnxLowering::expertBodyStackable(const ir::Block &body) const {
 
 std::string OnnxLowering::expertContribution(const ir::Op &op,
                                              const std::string &xe,
-                                             const std::string &wsel) {
+                                             const std::string &wsel,
+                                             bool flat) {
   const ir::Block &body = *op.getRegions()[0];
   const ir::TensorType &xt = op.getOperand(0)->type;
   int64_t dOut = op.getResult()->type.dims.back().getConstant().value_or(0);
@@ -59,17 +62,19 @@ std::string OnnxLowering::expertContribution(const ir::Op &op,
   std::string input = xe;
   if (scaleInput) // Llama 4: the routing weight scales the expert's input
     input = narrow(b.node("Mul", {widen(xe), widen(wsel)}));
-  // The body sees its tokens with the rank the IR gave it ([..., n, D]:
-  // leading dims of 1), so rank-dependent lowerings stay valid.
+  // Unless the body is rank-free, it sees its tokens with the rank the IR
+  // gave it ([..., n, D]: leading dims of 1), so rank-dependent lowerings
+  // stay valid.
   std::vector<int64_t> lead;
-  for (size_t i = 2; i < xt.rank(); ++i)
+  for (size_t i = 2; !flat && i < xt.rank(); ++i)
     lead.push_back(static_cast<int64_t>(i - 2));
   def(body.getArgument(0),
       lead.empty() ? input : b.node("Unsqueeze", {input, b.i64(lead)}));
   if (!lowerBlock(body))
     return "";
-  std::string ye = b.node(
-      "Reshape", {in(body.getTerminator()->getOperand(0)), b.i64({-1, dOut})});
+  std::string ye = in(body.getTerminator()->getOperand(0));
+  if (!lead.empty())
+    ye = b.node("Reshape", {ye, b.i64({-1, dOut})});
   return scaleInput ? widen(ye) : b.node("Mul", {widen(ye), widen(wsel)});
 }
 
@@ -80,24 +85,30 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
   const ir::TensorType &rt = op.getResult()->type;
   int64_t dIn = xt.dims.back().getConstant().value_or(0);
   int64_t dOut = rt.dims.back().getConstant().value_or(0);
-  int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
-  // Tokens flattened to [N, D]; routing to [N, k].
+  // Tokens flattened to [N, D].
   std::string x = b.node("Reshape", {in(op.getOperand(0)), b.i64({-1, dIn})});
-  std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
-  std::string idx = b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})});
-  std::string n =
-      b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({1})});
   // The weighted sum accumulates in float32 (more accurate, and ONNX
-  // Runtime's CPU ScatterND has no float16 add).
-  std::string out = b.node(
-      "ConstantOfShape",
-      {b.node("Concat", {n, b.i64({dOut})}, {OnnxAttr::integer("axis", 0)})});
+  // Runtime's CPU ScatterND has no float16 add), from zeros of [N, dOut]:
+  // a shape shared by every layer where the token dims are graph symbols.
+  ir::SymExpr tokens(1);
+  for (size_t i = 0; i + 1 < xt.rank(); ++i)
+    tokens = tokens * xt.dims[i];
+  std::string accShape = sharedShape({tokens, ir::SymExpr(dOut)});
+  if (accShape.empty()) {
+    accShape = b.node("Shape", {x});
+    if (dOut != dIn)
+      accShape = b.node(
+          "Concat",
+          {b.node("Slice", {accShape, b.i64({0}), b.i64({1})}), b.i64({dOut})},
+          {OnnxAttr::integer("axis", 0)});
+  }
+  std::string out = b.node("ConstantOfShape", {accShape});
   bool ok = expertBodyStackable(*op.getRegions()[0])
-                ? dispatchScan(op, x, w, idx, k, out)
-                : dispatchUnrolled(op, x, w, idx, out);
+                ? dispatchScan(op, x, out)
+                : dispatchUnrolled(op, x, out);
   if (!ok)
     return false;
-  std::string shape = shapeTensor(rt.dims);
+  std::string shape = sharedShape(rt.dims);
   if (shape.empty())
     return fail(op, "cannot compute the output shape");
   def(op.getResult(), narrow(b.node("Reshape", {out, shape},
@@ -148,16 +159,58 @@ void OnnxLowering::findTransposedWeights(const ir::Block &body) {
   }
 }
 
+bool OnnxLowering::expertBodyRankFree(const ir::Block &body) const {
+  // Ops whose lowering does not depend on the rank of the tokens: matmuls
+  // on the [in, out] slices the Scan hands over (or on untransposed ones),
+  // elementwise ops and the weights themselves.
+  for (const auto &op : body.getOps()) {
+    switch (op->getKind()) {
+    case ir::OpKind::Param:
+    case ir::OpKind::ExpertSlice:
+    case ir::OpKind::Add:
+    case ir::OpKind::Sub:
+    case ir::OpKind::Mul:
+    case ir::OpKind::Silu:
+    case ir::OpKind::Relu:
+    case ir::OpKind::Gelu:
+    case ir::OpKind::Sigmoid:
+    case ir::OpKind::Clamp:
+    case ir::OpKind::Yield:
+      break;
+    case ir::OpKind::MatMul:
+      if (op->getOperand(0)->type.rank() < 2 ||
+          op->getOperand(1)->type.rank() != 2 ||
+          (op->attr<bool>("transpose_b") &&
+           !transposedWeights.count(op->getOperand(1))))
+        return false;
+      break;
+    default:
+      return false;
+    }
+  }
+  return true;
+}
+
 bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
-                                const std::string &w, const std::string &idx,
-                                int64_t k, std::string &out) {
+                                std::string &out) {
   int64_t count = op.attr<int64_t>("count");
+  int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
   // The (token, expert) pairs, flattened: pair p is token p / k's choice
-  // p % k.
-  std::string pairExpert = b.node("Reshape", {idx, b.i64({-1})});
-  std::string pairWeight = b.node("Reshape", {w, b.i64({-1})});
+  // p % k. Its routing weight as a column [P, 1]; which pairs chose each
+  // expert as the rows of hits [E, P] (one row per Scan step).
+  std::string pairWeight =
+      b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, 1})});
+  std::string pairExpert =
+      b.node("Reshape", {in(op.getOperand(2)), b.i64({1, -1})});
+  std::string idBytes(static_cast<size_t>(count) * 8, '\0');
+  for (int64_t e = 0; e < count; ++e)
+    std::memcpy(idBytes.data() + e * 8, &e, 8);
   std::string ids =
-      b.node("Range", {b.i64Scalar(0), b.i64Scalar(count), b.i64Scalar(1)});
+      b.raw(idBytes, onnx::TensorProto_DataType_INT64, {count, 1}, "experts");
+  std::string hits = b.node("Equal", {ids, pairExpert});
+  // Outer constants the body reads (a constant first made inside the body
+  // would be a node of every step).
+  std::string kScalar = b.i64Scalar(k), column = b.i64({-1, 1});
 
   // The body, built in a subgraph; the lowering's caches are restored
   // afterwards (what the body defined is not visible outside it).
@@ -174,34 +227,31 @@ bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
   auto savedShared = sharedShapes;
   GraphBuilder::Target outer = b.retarget(scanBody, scanBody.name() + "_");
   // Body inputs: the accumulator (state), then the scan inputs in order:
-  // the expert id, then the weights as the body asks for them.
-  std::string accIn = b.fresh("acc"), e = b.fresh("expert");
+  // the expert's row of hits, then the weights as the body asks for them.
+  std::string accIn = b.fresh("acc"), hit = b.fresh("hits");
   addGraphInput(scanBody, accIn, onnx::TensorProto_DataType_FLOAT);
-  addGraphInput(scanBody, e, onnx::TensorProto_DataType_INT64);
+  addGraphInput(scanBody, hit, onnx::TensorProto_DataType_BOOL);
   scanInputs.clear();
-  scanInputs.push_back({ids, false, e});
-  std::string pairs =
-      b.node("Reshape", {b.node("NonZero", {b.node("Equal", {pairExpert, e})}),
-                         b.i64({-1})});
-  std::string tok = b.node("Div", {pairs, b.i64Scalar(k)});
-  std::string xe = b.node("Gather", {x, tok}, {OnnxAttr::integer("axis", 0)});
-  std::string wsel = b.node(
-      "Unsqueeze",
-      {b.node("Gather", {pairWeight, pairs}, {OnnxAttr::integer("axis", 0)}),
-       b.i64({1})});
-  expertIndex = e;
+  scanInputs.push_back({hits, false, hit});
+  // The expert's pairs and their tokens as index columns [n, 1]: GatherND
+  // reads the tokens [n, D] and the weights [n, 1], ScatterND adds back.
+  std::string pairs = b.node("Reshape", {b.node("NonZero", {hit}), column});
+  std::string tok = b.node("Div", {pairs, kScalar});
+  std::string xe = b.node("GatherND", {x, tok});
+  std::string wsel = b.node("GatherND", {pairWeight, pairs});
+  expertIndex = hit;
   expertCount = count;
   findTransposedWeights(*op.getRegions()[0]);
-  std::string contrib = expertContribution(op, xe, wsel);
+  bool flat = expertBodyRankFree(*op.getRegions()[0]);
+  std::string contrib = expertContribution(op, xe, wsel, flat);
   expertIndex.clear();
   transposedWeights.clear();
   bool ok = !contrib.empty();
   if (ok) {
-    std::string acc = b.node(
-        "ScatterND", {accIn, b.node("Unsqueeze", {tok, b.i64({1})}), contrib},
-        {OnnxAttr::str("reduction", "add")});
+    // The ScatterND's output is the body's output (no Identity).
     std::string accOut = b.fresh("acc_out");
-    b.nodeNamed("Identity", {acc}, accOut);
+    b.nodeNamed("ScatterND", {accIn, tok, contrib}, accOut,
+                {OnnxAttr::str("reduction", "add")});
     addGraphOutput(scanBody, accOut, onnx::TensorProto_DataType_FLOAT);
   }
   b.restore(std::move(outer));
@@ -231,9 +281,12 @@ bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
 }
 
 bool OnnxLowering::dispatchUnrolled(const ir::Op &op, const std::string &x,
-                                    const std::string &w,
-                                    const std::string &idx, std::string &out) {
+                                    std::string &out) {
   int64_t count = op.attr<int64_t>("count");
+  int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
+  // Routing as [N, k].
+  std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
+  std::string idx = b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})});
   std::string zero = actScalar(0.0);
   for (int64_t e = 0; e < count; ++e) {
     std::string hit = b.node("Equal", {idx, b.i64Scalar(e)}); // [N, k]
@@ -253,7 +306,7 @@ bool OnnxLowering::dispatchUnrolled(const ir::Op &op, const std::string &x,
                {b.node("Gather", {we, tok}, {OnnxAttr::integer("axis", 0)}),
                 b.i64({1})});
     expert = e;
-    std::string contrib = expertContribution(op, xe, wsel);
+    std::string contrib = expertContribution(op, xe, wsel, false);
     expert = -1;
     if (contrib.empty())
       return false;

@@ -64,8 +64,9 @@ private:
   /// Shape tensors by their symbolic dims, shared by the whole graph.
   std::map<std::string, std::string> sharedShapes;
   int64_t expert = -1; ///< expert index while lowering an unrolled body
-  /// While lowering the Scan body of a stacked dispatch: the int64 scalar
-  /// holding the iteration's expert, and the number of experts.
+  /// While lowering the Scan body of a stacked dispatch: the body input
+  /// holding the iteration's expert's row of hits (non-empty marks the
+  /// Scan body), and the number of experts.
   std::string expertIndex;
   int64_t expertCount = 0;
   /// Expert weights of the Scan body handed over transposed ([in, out]);
@@ -171,18 +172,20 @@ private:
   bool lowerExperts(const ir::Op &op);
   /// The Scan over the experts (their weights stacked scan inputs);
   /// accumulates into `out` [N, dOut] float32.
-  bool dispatchScan(const ir::Op &op, const std::string &x,
-                    const std::string &w, const std::string &idx, int64_t k,
-                    std::string &out);
+  bool dispatchScan(const ir::Op &op, const std::string &x, std::string &out);
   /// One copy of the body per expert (quantized expert weights).
   bool dispatchUnrolled(const ir::Op &op, const std::string &x,
-                        const std::string &w, const std::string &idx,
                         std::string &out);
   /// Runs the expert body over tokens `xe` [n, D] with routing weights
   /// `wsel` [n, 1]; returns the weighted float32 output [n, dOut] ("" on
-  /// failure).
+  /// failure). With `flat` the body reads `xe` as it is (a rank-free
+  /// body); otherwise with the IR's rank (leading dims of 1).
   std::string expertContribution(const ir::Op &op, const std::string &xe,
-                                 const std::string &wsel);
+                                 const std::string &wsel, bool flat);
+  /// Whether the body's lowering is the same for tokens of any rank
+  /// (matmuls on the slices the Scan hands over, elementwise ops), so it
+  /// can run on [n, D] directly. Reads transposedWeights.
+  bool expertBodyRankFree(const ir::Block &body) const;
   /// Expert `expertIndex`'s slice of the stacked tensor `stacked` inside
   /// the dispatch body; `slice` is the slice's type.
   /// With `transposedIn` (a value in transposedWeights) the slice is the
