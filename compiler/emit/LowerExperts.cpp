@@ -6,22 +6,32 @@
 //
 // The dispatch is an ONNX Scan over the experts 0..E-1, so the graph holds
 // the expert body once per layer whatever the number of experts. Its scan
-// inputs are the expert ids and the stacked [E, ...] expert weights: ONNX
-// Runtime hands each iteration its expert's slice as a view (no copy). An
-// iteration finds its expert's (token, expert) pairs (Equal, NonZero; none
-// for an expert nobody selected, whose body then runs on 0 rows), gathers
-// their tokens, runs the body, weights the output (or, with scale_input,
-// the input) and adds it into the float32 accumulator (the Scan state)
-// with ScatterND add.
+// inputs are the rows of hits [E, P] (which of the P = N * k (token,
+// expert) pairs chose the expert; one Equal against a constant shared by
+// the layers) and the stacked [E, ...] expert weights: ONNX Runtime hands
+// each iteration its expert's slice as a view (no copy). An iteration
+// takes its pairs (NonZero; none for an expert nobody selected, whose body
+// then runs on 0 rows) as index columns, gathers their tokens and routing
+// weights (GatherND), runs the body, weights the output (or, with
+// scale_input, the input) and adds it into the float32 accumulator (the
+// Scan state) with the ScatterND add that is the body's output.
 //
 // A per-expert weight `...{e}...` of the body becomes the stacked
 // initializer named with `{e}` replaced by `stacked`, streamed from every
 // expert's checkpoint tensor (WeightPlan::useStacked); a weight the
-// checkpoint already stacks (an expert_slice of it) is scanned as it is. A
-// matrix the body only reads transposed (`transpose_b` matmuls) is scanned
-// from the Transpose of its stack ([E, in, out]; ONNX Runtime folds the
-// Transpose of an initializer when the session is created), so the body's
-// matmuls read plain [in, out] weights.
+// checkpoint already stacks (an expert_slice of it) is scanned as it is.
+//
+// A body whose matrices are only read by matmuls and whose other ops are
+// elementwise (the SwiGLU/GeGLU/ReLU experts) runs columnar: on the tokens
+// transposed, [D, n], with every matmul W [out, in] x. ONNX Runtime's sgemm
+// packs its B operand on every call: here that is the expert's few tokens,
+// not its weight matrix (measured: prefill 27% faster than x W, decode no
+// slower). Such a body reads every Linear in its checkpoint layout; a
+// matrix stored [in, out] is stacked transposed. Other bodies read [n, D]
+// (or, if rank-dependent, the IR's rank) with matmuls x W on [in, out]
+// matrices: a Linear is stacked transposed, an expert slice scanned from
+// the Transpose of its stack (ONNX Runtime folds the Transpose of an
+// initializer when the session is created).
 //
 // Bodies that read block-quantized weights (MatMulNBits reads one expert's
 // codes through its own initializer) keep the unrolled form: one copy of
@@ -53,7 +63,7 @@ bool OnnxLowering::expertBodyStackable(const ir::Block &body) const {
 std::string OnnxLowering::expertContribution(const ir::Op &op,
                                              const std::string &xe,
                                              const std::string &wsel,
-                                             bool flat) {
+                                             ExpertTokens tokens) {
   const ir::Block &body = *op.getRegions()[0];
   const ir::TensorType &xt = op.getOperand(0)->type;
   int64_t dOut = op.getResult()->type.dims.back().getConstant().value_or(0);
@@ -62,19 +72,28 @@ std::string OnnxLowering::expertContribution(const ir::Op &op,
   std::string input = xe;
   if (scaleInput) // Llama 4: the routing weight scales the expert's input
     input = narrow(b.node("Mul", {widen(xe), widen(wsel)}));
-  // Unless the body is rank-free, it sees its tokens with the rank the IR
-  // gave it ([..., n, D]: leading dims of 1), so rank-dependent lowerings
-  // stay valid.
+  // A ranked body sees its tokens with the rank the IR gave it ([..., n,
+  // D]: leading dims of 1), so rank-dependent lowerings stay valid; a flat
+  // one reads [n, D]; a columnar one [D, n] (its matmuls are W x).
   std::vector<int64_t> lead;
-  for (size_t i = 2; !flat && i < xt.rank(); ++i)
+  for (size_t i = 2; tokens == ExpertTokens::Ranked && i < xt.rank(); ++i)
     lead.push_back(static_cast<int64_t>(i - 2));
-  def(body.getArgument(0),
-      lead.empty() ? input : b.node("Unsqueeze", {input, b.i64(lead)}));
-  if (!lowerBlock(body))
+  if (!lead.empty())
+    input = b.node("Unsqueeze", {input, b.i64(lead)});
+  bool columnar = tokens == ExpertTokens::Columnar;
+  if (columnar)
+    input = b.node("Transpose", {input}, {OnnxAttr::list("perm", {1, 0})});
+  def(body.getArgument(0), input);
+  expertColumnar = columnar;
+  bool ok = lowerBlock(body);
+  expertColumnar = false;
+  if (!ok)
     return "";
   std::string ye = in(body.getTerminator()->getOperand(0));
   if (!lead.empty())
     ye = b.node("Reshape", {ye, b.i64({-1, dOut})});
+  if (columnar)
+    ye = b.node("Transpose", {ye}, {OnnxAttr::list("perm", {1, 0})});
   return scaleInput ? widen(ye) : b.node("Mul", {widen(ye), widen(wsel)});
 }
 
@@ -130,15 +149,18 @@ std::string OnnxLowering::expertWeight(const std::string &stacked,
   return inner;
 }
 
-void OnnxLowering::findTransposedWeights(const ir::Block &body) {
-  // Values read as the transposed [out, in] matrix of every matmul that
-  // reads them, and by nothing else.
+void OnnxLowering::findTransposedWeights(const ir::Block &body, bool columnar) {
+  // Values read as the 2-D matrix B of every matmul that reads them, and by
+  // nothing else: with transpose_b (a [out, in] matrix) for a flat or
+  // ranked body, which then reads it as [in, out]; without (a [in, out]
+  // matrix) for a columnar body, which reads every matrix as [out, in].
   std::map<const ir::Value *, bool> only;
   for (const auto &op : body.getOps())
     for (size_t i = 0; i < op->getNumOperands(); ++i) {
       const ir::Value *v = op->getOperand(i);
       bool transposedB = op->getKind() == ir::OpKind::MatMul && i == 1 &&
-                         op->attr<bool>("transpose_b") && v->type.rank() == 2;
+                         op->attr<bool>("transpose_b") != columnar &&
+                         v->type.rank() == 2;
       auto [it, fresh] = only.emplace(v, transposedB);
       if (!fresh)
         it->second = it->second && transposedB;
@@ -157,6 +179,63 @@ void OnnxLowering::findTransposedWeights(const ir::Block &body) {
     if (it != only.end() && it->second)
       transposedWeights.insert(op->getResult());
   }
+}
+
+bool OnnxLowering::expertBodyColumnar(const ir::Block &body) const {
+  // Every matrix is a 2-D expert weight that only matmuls read (as B, all
+  // with the same transpose_b), every other op elementwise on the tokens'
+  // values (or a scalar constant): then the body computes the same on [D, n]
+  // with W [out, in] x for every matmul.
+  auto isWeight = [](const ir::Value *v) {
+    const ir::Op *def = v->getDefiningOp();
+    return def && (def->getKind() == ir::OpKind::Param ||
+                   def->getKind() == ir::OpKind::ExpertSlice);
+  };
+  std::map<const ir::Value *, int> flag; // transpose_b of its matmuls
+  for (const auto &op : body.getOps()) {
+    switch (op->getKind()) {
+    case ir::OpKind::Param:
+    case ir::OpKind::ExpertSlice:
+    case ir::OpKind::Yield:
+      continue;
+    case ir::OpKind::Const:
+      if (op->getResult()->type.rank() != 0)
+        return false;
+      continue;
+    case ir::OpKind::MatMul: {
+      const ir::Value *w = op->getOperand(1);
+      if (isWeight(op->getOperand(0)) || !isWeight(w) || w->type.rank() != 2 ||
+          op->getOperand(0)->type.rank() < 2)
+        return false;
+      int t = op->attr<bool>("transpose_b") ? 1 : 0;
+      auto [it, fresh] = flag.emplace(w, t);
+      if (!fresh && it->second != t)
+        return false;
+      continue;
+    }
+    case ir::OpKind::Add:
+    case ir::OpKind::Sub:
+    case ir::OpKind::Mul:
+    case ir::OpKind::Silu:
+    case ir::OpKind::Relu:
+    case ir::OpKind::Gelu:
+    case ir::OpKind::Sigmoid:
+    case ir::OpKind::Clamp:
+      for (size_t i = 0; i < op->getNumOperands(); ++i)
+        if (isWeight(op->getOperand(i)))
+          return false;
+      continue;
+    default:
+      return false;
+    }
+  }
+  // Weights read by anything but a matmul's B.
+  for (const auto &op : body.getOps())
+    for (size_t i = 0; i < op->getNumOperands(); ++i)
+      if (isWeight(op->getOperand(i)) &&
+          !(op->getKind() == ir::OpKind::MatMul && i == 1))
+        return false;
+  return true;
 }
 
 bool OnnxLowering::expertBodyRankFree(const ir::Block &body) const {
@@ -241,9 +320,16 @@ bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
   std::string wsel = b.node("GatherND", {pairWeight, pairs});
   expertIndex = hit;
   expertCount = count;
-  findTransposedWeights(*op.getRegions()[0]);
-  bool flat = expertBodyRankFree(*op.getRegions()[0]);
-  std::string contrib = expertContribution(op, xe, wsel, flat);
+  const ir::Block &body = *op.getRegions()[0];
+  ExpertTokens tokens = ExpertTokens::Columnar;
+  if (!expertBodyColumnar(body)) {
+    findTransposedWeights(body, false);
+    tokens =
+        expertBodyRankFree(body) ? ExpertTokens::Flat : ExpertTokens::Ranked;
+  } else {
+    findTransposedWeights(body, true);
+  }
+  std::string contrib = expertContribution(op, xe, wsel, tokens);
   expertIndex.clear();
   transposedWeights.clear();
   bool ok = !contrib.empty();
@@ -306,7 +392,8 @@ bool OnnxLowering::dispatchUnrolled(const ir::Op &op, const std::string &x,
                {b.node("Gather", {we, tok}, {OnnxAttr::integer("axis", 0)}),
                 b.i64({1})});
     expert = e;
-    std::string contrib = expertContribution(op, xe, wsel, false);
+    std::string contrib =
+        expertContribution(op, xe, wsel, ExpertTokens::Ranked);
     expert = -1;
     if (contrib.empty())
       return false;

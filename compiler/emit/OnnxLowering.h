@@ -69,9 +69,20 @@ private:
   /// Scan body), and the number of experts.
   std::string expertIndex;
   int64_t expertCount = 0;
-  /// Expert weights of the Scan body handed over transposed ([in, out]);
-  /// their matmuls do not transpose them again.
+  /// Expert weights of the Scan body handed over with their last two dims
+  /// swapped: [in, out] for a flat or ranked body's transpose_b matmuls
+  /// (which do not transpose them again), [out, in] for a columnar body's
+  /// plain matmuls.
   std::set<const ir::Value *> transposedWeights;
+  /// While lowering a columnar expert body: its values are [D, n] (tokens
+  /// as columns) and each matmul is W [out, in] x.
+  bool expertColumnar = false;
+  /// How an expert body sees its n tokens.
+  enum class ExpertTokens {
+    Ranked,  ///< [..., n, D], the IR's rank (leading dims of 1)
+    Flat,    ///< [n, D]
+    Columnar ///< [D, n]: ONNX Runtime packs the small x, not the weight
+  };
   /// A Scan input: the outer stacked tensor (transposed to [E, in, out]
   /// by a Transpose of the initializer, which ONNX Runtime folds when the
   /// session is created) and the body input holding one expert's slice.
@@ -178,10 +189,13 @@ private:
                         std::string &out);
   /// Runs the expert body over tokens `xe` [n, D] with routing weights
   /// `wsel` [n, 1]; returns the weighted float32 output [n, dOut] ("" on
-  /// failure). With `flat` the body reads `xe` as it is (a rank-free
-  /// body); otherwise with the IR's rank (leading dims of 1).
+  /// failure). `tokens` is how the body reads `xe`.
   std::string expertContribution(const ir::Op &op, const std::string &xe,
-                                 const std::string &wsel, bool flat);
+                                 const std::string &wsel, ExpertTokens tokens);
+  /// Whether the body can run columnar: its matrices are 2-D expert
+  /// weights only matmuls read, everything else elementwise on the tokens'
+  /// values or scalars.
+  bool expertBodyColumnar(const ir::Block &body) const;
   /// Whether the body's lowering is the same for tokens of any rank
   /// (matmuls on the slices the Scan hands over, elementwise ops), so it
   /// can run on [n, D] directly. Reads transposedWeights.
@@ -193,9 +207,9 @@ private:
   std::string expertWeight(const std::string &stacked,
                            const ir::TensorType &slice,
                            bool transposedIn = false);
-  /// Fills transposedWeights from the body: values only read as the
-  /// transpose_b operand of 2-D matmuls.
-  void findTransposedWeights(const ir::Block &body);
+  /// Fills transposedWeights from the body: the expert weights only read
+  /// as 2-D matmul B operands with transpose_b (without, when `columnar`).
+  void findTransposedWeights(const ir::Block &body, bool columnar);
   /// Whether the body can run with stacked weights (no quantized reader).
   bool expertBodyStackable(const ir::Block &body) const;
   /// The stacked initializer of a per-expert weight pattern (`{e}` ->
