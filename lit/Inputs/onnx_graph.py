@@ -6,7 +6,7 @@ Usage: onnx_graph.py ops MODEL.onnx      node count per op type, subgraphs
                                          the total
        onnx_graph.py inits MODEL.onnx    one line per initializer: its name
                                          and dims
-       onnx_graph.py experts MODEL.onnx  per expert Scan: the top-level
+       onnx_graph.py experts MODEL.onnx  per Scan (an expert dispatch): the top-level
                                          nodes only the dispatch reads (from
                                          the router's TopK to the Reshape
                                          of the Scan's output) and the
