@@ -233,6 +233,12 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
         b.node("Gather", {a, w}, {OnnxAttr::integer("axis", 0)}));
     return true;
   }
+  // A columnar expert body: tokens x as columns [in, n], every weight
+  // handed over as [out, in].
+  if (expertColumnar) {
+    def(op.getResult(), b.node("MatMul", {w, a}));
+    return true;
+  }
   const ir::TensorType &at = op.getOperand(0)->type;
   const ir::TensorType &bt = op.getOperand(1)->type;
   // A weight the expert dispatch already hands over transposed.

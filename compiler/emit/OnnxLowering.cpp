@@ -210,8 +210,8 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
       std::vector<std::string> members;
       for (int64_t e = 0; e < expertCount; ++e)
         members.push_back(ir::instantiatePattern(name, -1, e));
-      // A matrix only read transposed is stacked transposed ([E, in, out])
-      // when it is written, so the body's matmuls read [in, out] slices.
+      // A matrix the body reads with its last two dims swapped (see
+      // transposedWeights) is stacked so when it is written.
       bool transposed = transposedWeights.count(op.getResult()) > 0;
       std::string stacked = weights.useStacked(
           stackedWeightName(name), members, op.getResult()->type, transposed);

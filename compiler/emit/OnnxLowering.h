@@ -64,13 +64,25 @@ private:
   /// Shape tensors by their symbolic dims, shared by the whole graph.
   std::map<std::string, std::string> sharedShapes;
   int64_t expert = -1; ///< expert index while lowering an unrolled body
-  /// While lowering the Scan body of a stacked dispatch: the int64 scalar
-  /// holding the iteration's expert, and the number of experts.
+  /// While lowering the Scan body of a stacked dispatch: the body input
+  /// holding the iteration's expert's row of hits (non-empty marks the
+  /// Scan body), and the number of experts.
   std::string expertIndex;
   int64_t expertCount = 0;
-  /// Expert weights of the Scan body handed over transposed ([in, out]);
-  /// their matmuls do not transpose them again.
+  /// Expert weights of the Scan body handed over with their last two dims
+  /// swapped: [in, out] for a flat or ranked body's transpose_b matmuls
+  /// (which do not transpose them again), [out, in] for a columnar body's
+  /// plain matmuls.
   std::set<const ir::Value *> transposedWeights;
+  /// While lowering a columnar expert body: its values are [D, n] (tokens
+  /// as columns) and each matmul is W [out, in] x.
+  bool expertColumnar = false;
+  /// How an expert body sees its n tokens.
+  enum class ExpertTokens {
+    Ranked,  ///< [..., n, D], the IR's rank (leading dims of 1)
+    Flat,    ///< [n, D]
+    Columnar ///< [D, n]: ONNX Runtime packs the small x, not the weight
+  };
   /// A Scan input: the outer stacked tensor (transposed to [E, in, out]
   /// by a Transpose of the initializer, which ONNX Runtime folds when the
   /// session is created) and the body input holding one expert's slice.
@@ -171,18 +183,23 @@ private:
   bool lowerExperts(const ir::Op &op);
   /// The Scan over the experts (their weights stacked scan inputs);
   /// accumulates into `out` [N, dOut] float32.
-  bool dispatchScan(const ir::Op &op, const std::string &x,
-                    const std::string &w, const std::string &idx, int64_t k,
-                    std::string &out);
+  bool dispatchScan(const ir::Op &op, const std::string &x, std::string &out);
   /// One copy of the body per expert (quantized expert weights).
   bool dispatchUnrolled(const ir::Op &op, const std::string &x,
-                        const std::string &w, const std::string &idx,
                         std::string &out);
   /// Runs the expert body over tokens `xe` [n, D] with routing weights
   /// `wsel` [n, 1]; returns the weighted float32 output [n, dOut] ("" on
-  /// failure).
+  /// failure). `tokens` is how the body reads `xe`.
   std::string expertContribution(const ir::Op &op, const std::string &xe,
-                                 const std::string &wsel);
+                                 const std::string &wsel, ExpertTokens tokens);
+  /// Whether the body can run columnar: its matrices are 2-D expert
+  /// weights only matmuls read, everything else elementwise on the tokens'
+  /// values or scalars.
+  bool expertBodyColumnar(const ir::Block &body) const;
+  /// Whether the body's lowering is the same for tokens of any rank
+  /// (matmuls on the slices the Scan hands over, elementwise ops), so it
+  /// can run on [n, D] directly. Reads transposedWeights.
+  bool expertBodyRankFree(const ir::Block &body) const;
   /// Expert `expertIndex`'s slice of the stacked tensor `stacked` inside
   /// the dispatch body; `slice` is the slice's type.
   /// With `transposedIn` (a value in transposedWeights) the slice is the
@@ -190,9 +207,9 @@ private:
   std::string expertWeight(const std::string &stacked,
                            const ir::TensorType &slice,
                            bool transposedIn = false);
-  /// Fills transposedWeights from the body: values only read as the
-  /// transpose_b operand of 2-D matmuls.
-  void findTransposedWeights(const ir::Block &body);
+  /// Fills transposedWeights from the body: the expert weights only read
+  /// as 2-D matmul B operands with transpose_b (without, when `columnar`).
+  void findTransposedWeights(const ir::Block &body, bool columnar);
   /// Whether the body can run with stacked weights (no quantized reader).
   bool expertBodyStackable(const ir::Block &body) const;
   /// The stacked initializer of a per-expert weight pattern (`{e}` ->
