@@ -194,16 +194,28 @@ void OnnxLowering::findLinearWeights() {
         it->second = it->second && linear;
     }
   });
-  for (const auto &op : module.graph.body.getOps()) {
-    if (op->getKind() != OpKind::Param || quantParams.count(op.get()))
-      continue;
-    const ir::Value *w = op->getResult();
-    if (w->type.rank() != 2 || !ir::isFloat(w->type.dtype))
-      continue;
+  // One initializer per name: a name is stored transposed only if every
+  // param of that name (a tied head may be a param of its own) qualifies.
+  std::map<std::string, bool> byName;
+  std::vector<const ir::Op *> candidates;
+  ir::walk(module.graph.body, [&](const ir::Op &op) {
+    if (op.getKind() != OpKind::Param)
+      return;
+    const ir::Value *w = op.getResult();
     auto it = onlyTransposedB.find(w);
-    if (it != onlyTransposedB.end() && it->second)
-      linearWeights.insert(w);
-  }
+    bool linear = op.getParentBlock() == &module.graph.body &&
+                  !quantParams.count(&op) && w->type.rank() == 2 &&
+                  ir::isFloat(w->type.dtype) && it != onlyTransposedB.end() &&
+                  it->second;
+    auto [slot, fresh] = byName.emplace(op.attr<std::string>("name"), linear);
+    if (!fresh)
+      slot->second = slot->second && linear;
+    if (linear)
+      candidates.push_back(&op);
+  });
+  for (const ir::Op *op : candidates)
+    if (byName[op->attr<std::string>("name")])
+      linearWeights.insert(op->getResult());
 }
 
 bool OnnxLowering::lowerMatMul(const ir::Op &op) {

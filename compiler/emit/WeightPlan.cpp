@@ -88,6 +88,24 @@ void storeInt(uint8_t *p, int64_t v, ir::DType t) {
   }
 }
 
+/// Columns c0 .. c0 + n of the row-major [rows, cols] `in` as the rows of
+/// `out` ([n, rows]), in 32 x 32 tiles so both sides stay in cache.
+template <typename T>
+void transposeBlock(const uint8_t *in, uint8_t *out, uint64_t rows,
+                    uint64_t cols, uint64_t c0, uint64_t n) {
+  constexpr uint64_t kTile = 32;
+  for (uint64_t rt = 0; rt < rows; rt += kTile)
+    for (uint64_t ct = 0; ct < n; ct += kTile) {
+      uint64_t re = std::min(rows, rt + kTile), ce = std::min(n, ct + kTile);
+      for (uint64_t r = rt; r < re; ++r)
+        for (uint64_t c = ct; c < ce; ++c) {
+          T v;
+          std::memcpy(&v, in + (r * cols + c0 + c) * sizeof(T), sizeof(T));
+          std::memcpy(out + (c * rows + r) * sizeof(T), &v, sizeof(T));
+        }
+    }
+}
+
 float roundHalf(float f) { return halfToFloat(floatToHalf(f)); }
 float roundBf16(float f) { return bf16ToFloat(floatToBf16(f)); }
 float roundNone(float f) { return f; }
@@ -308,10 +326,19 @@ bool WeightPlan::produceTransposed(const Entry &e, DiagnosticEngine &diags,
   std::vector<uint8_t> out(std::min(cols, perChunk) * rows * es);
   for (uint64_t c0 = 0; c0 < cols; c0 += perChunk) {
     uint64_t n = std::min(perChunk, cols - c0);
-    for (uint64_t c = 0; c < n; ++c)
-      for (uint64_t r = 0; r < rows; ++r)
-        std::memcpy(&out[(c * rows + r) * es], &whole[(r * cols + c0 + c) * es],
-                    es);
+    switch (es) {
+    case 2:
+      transposeBlock<uint16_t>(whole.data(), out.data(), rows, cols, c0, n);
+      break;
+    case 4:
+      transposeBlock<uint32_t>(whole.data(), out.data(), rows, cols, c0, n);
+      break;
+    case 8:
+      transposeBlock<uint64_t>(whole.data(), out.data(), rows, cols, c0, n);
+      break;
+    default:
+      transposeBlock<uint8_t>(whole.data(), out.data(), rows, cols, c0, n);
+    }
     // produceTensor counted these bytes when it produced them.
     if (!sink(out.data(), n * rows * es, diags))
       return false;
