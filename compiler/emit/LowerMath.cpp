@@ -3,8 +3,14 @@
 // This file lowers elementwise ops (GELU and SiLU decomposed; greater and
 // where in float32), softmax,
 // RMSNorm (decomposed, computed in float32) and LayerNorm
-// (LayerNormalization), matmul (Gemm with transB for [out, in] weights, so
-// initializers keep the checkpoint layout), gather, and the shape ops.
+// (LayerNormalization), matmul, gather, and the shape ops.
+//
+// A dense Linear weight (a 2-D float param only float matmuls read, as
+// their transpose_b operand) is stored [in, out], so each of its matmuls
+// is one MatMul on the N-D activation. A transpose_b matmul of a weight
+// read otherwise as well (a tied lm_head, which the embedding Gather also
+// reads) keeps the checkpoint layout: Gemm(transB) on the flattened input,
+// reshaped back.
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxLowering.h"
@@ -221,6 +227,43 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
   return true;
 }
 
+void OnnxLowering::findLinearWeights() {
+  // Whether every read of a value is as the B operand of a float
+  // transpose_b matmul (anywhere, expert bodies included).
+  std::map<const ir::Value *, bool> onlyTransposedB;
+  ir::walk(module.graph.body, [&](const ir::Op &op) {
+    for (size_t i = 0; i < op.getNumOperands(); ++i) {
+      bool linear = op.getKind() == OpKind::MatMul && i == 1 &&
+                    op.attr<bool>("transpose_b") && !quantMatmuls.count(&op);
+      auto [it, fresh] = onlyTransposedB.emplace(op.getOperand(i), linear);
+      if (!fresh)
+        it->second = it->second && linear;
+    }
+  });
+  // One initializer per name: a name is stored transposed only if every
+  // param of that name (a tied head may be a param of its own) qualifies.
+  std::map<std::string, bool> byName;
+  std::vector<const ir::Op *> candidates;
+  ir::walk(module.graph.body, [&](const ir::Op &op) {
+    if (op.getKind() != OpKind::Param)
+      return;
+    const ir::Value *w = op.getResult();
+    auto it = onlyTransposedB.find(w);
+    bool linear = op.getParentBlock() == &module.graph.body &&
+                  !quantParams.count(&op) && w->type.rank() == 2 &&
+                  ir::isFloat(w->type.dtype) && it != onlyTransposedB.end() &&
+                  it->second;
+    auto [slot, fresh] = byName.emplace(op.attr<std::string>("name"), linear);
+    if (!fresh)
+      slot->second = slot->second && linear;
+    if (linear)
+      candidates.push_back(&op);
+  });
+  for (const ir::Op *op : candidates)
+    if (byName[op->attr<std::string>("name")])
+      linearWeights.insert(op->getResult());
+}
+
 bool OnnxLowering::lowerMatMul(const ir::Op &op) {
   if (auto q = quantMatmuls.find(&op); q != quantMatmuls.end())
     return lowerQuantizedMatMul(op, q->second);
@@ -241,9 +284,11 @@ bool OnnxLowering::lowerMatMul(const ir::Op &op) {
   }
   const ir::TensorType &at = op.getOperand(0)->type;
   const ir::TensorType &bt = op.getOperand(1)->type;
-  // A weight the expert dispatch already hands over transposed.
+  // A weight the expert dispatch already hands over transposed, or a
+  // dense Linear weight stored [in, out].
   bool transB = op.attr<bool>("transpose_b") &&
-                !transposedWeights.count(op.getOperand(1));
+                !transposedWeights.count(op.getOperand(1)) &&
+                !linearWeights.count(op.getOperand(1));
   if (!transB) {
     def(op.getResult(), b.node("MatMul", {a, w}));
     return true;

@@ -55,6 +55,7 @@ OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
       quant(quant) {
   if (quant.enabled())
     planQuantization();
+  findLinearWeights();
 }
 
 bool OnnxLowering::fail(const ir::Op &op, const std::string &msg) {
@@ -233,7 +234,8 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
       };
       return true;
     }
-    def(op.getResult(), weights.use(name, op.getResult()->type));
+    def(op.getResult(), weights.use(name, op.getResult()->type,
+                                    linearWeights.count(op.getResult()) > 0));
     return true;
   }
   case OpKind::Const: {

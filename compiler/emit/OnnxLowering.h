@@ -83,6 +83,10 @@ private:
     Flat,    ///< [n, D]
     Columnar ///< [D, n]: ONNX Runtime packs the small x, not the weight
   };
+  /// Dense Linear weights: top-level 2-D float params read only as the
+  /// transpose_b operand of float matmuls. They are stored [in, out]
+  /// (WeightPlan::use transposed) and each matmul is one MatMul.
+  std::set<const ir::Value *> linearWeights;
   /// A Scan input: the outer stacked tensor (transposed to [E, in, out]
   /// by a Transpose of the initializer, which ONNX Runtime folds when the
   /// session is created) and the body input holding one expert's slice.
@@ -122,6 +126,9 @@ private:
   bool lowerElementwise(const ir::Op &op);
   bool lowerNorm(const ir::Op &op);
   bool lowerMatMul(const ir::Op &op);
+  /// Fills linearWeights (after planQuantization: quantized readers keep
+  /// the checkpoint layout).
+  void findLinearWeights();
   bool lowerShapeOp(const ir::Op &op);
 
   // LowerReduce.cpp.

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 namespace archc {
@@ -87,6 +88,24 @@ void storeInt(uint8_t *p, int64_t v, ir::DType t) {
   }
 }
 
+/// Columns c0 .. c0 + n of the row-major [rows, cols] `in` as the rows of
+/// `out` ([n, rows]), in 32 x 32 tiles so both sides stay in cache.
+template <typename T>
+void transposeBlock(const uint8_t *in, uint8_t *out, uint64_t rows,
+                    uint64_t cols, uint64_t c0, uint64_t n) {
+  constexpr uint64_t kTile = 32;
+  for (uint64_t rt = 0; rt < rows; rt += kTile)
+    for (uint64_t ct = 0; ct < n; ct += kTile) {
+      uint64_t re = std::min(rows, rt + kTile), ce = std::min(n, ct + kTile);
+      for (uint64_t r = rt; r < re; ++r)
+        for (uint64_t c = ct; c < ce; ++c) {
+          T v;
+          std::memcpy(&v, in + (r * cols + c0 + c) * sizeof(T), sizeof(T));
+          std::memcpy(out + (c * rows + r) * sizeof(T), &v, sizeof(T));
+        }
+    }
+}
+
 float roundHalf(float f) { return halfToFloat(floatToHalf(f)); }
 float roundBf16(float f) { return bf16ToFloat(floatToBf16(f)); }
 float roundNone(float f) { return f; }
@@ -126,16 +145,23 @@ WeightPlan::Entry &WeightPlan::entryFor(const std::string &name,
 }
 
 const std::string &WeightPlan::use(const std::string &name,
-                                   const ir::TensorType &type) {
+                                   const ir::TensorType &type,
+                                   bool transposed) {
   Entry &e = entryFor(name, type);
+  assert((!e.plain || e.transposed == transposed) &&
+         "a weight is read in one orientation");
+  assert((!transposed || e.shape.size() == 2) && "only matrices transpose");
   if (!e.plain) {
     e.plain = true;
+    e.transposed = transposed;
     View v;
     v.name = name;
     v.region = 0;
     v.offset = 0;
     v.bytes = numElements(e.shape) * ir::dtypeBits(type.dtype) / 8;
     v.dims = e.shape;
+    if (transposed)
+      std::swap(v.dims[0], v.dims[1]);
     v.onnxType = onnxDType(ir::dtypeName(type.dtype));
     e.views.insert(e.views.begin(), v);
     e.viewNames.insert(name);
@@ -281,41 +307,62 @@ std::unique_ptr<FloatSource> WeightPlan::valuesOf(const Entry &e) const {
 }
 
 template <typename Sink>
+bool WeightPlan::produceTransposed(const Entry &e, DiagnosticEngine &diags,
+                                   WeightStats &stats, Sink &&sink) const {
+  // The [rows, cols] tensor in memory (converted or dequantized as a plain
+  // tensor is), written as [cols, rows] in chunks of output rows.
+  std::vector<uint8_t> whole;
+  auto collect = [&whole](const uint8_t *p, uint64_t n, DiagnosticEngine &) {
+    whole.insert(whole.end(), p, p + n);
+    return true;
+  };
+  if (!produceTensor(e, diags, stats, collect))
+    return false;
+  const uint64_t rows = static_cast<uint64_t>(e.shape[0]),
+                 cols = static_cast<uint64_t>(e.shape[1]);
+  const size_t es = ir::dtypeBits(e.type.dtype) / 8;
+  const uint64_t perChunk =
+      std::max<uint64_t>(1, rows ? kChunkElems / rows : 1);
+  std::vector<uint8_t> out(std::min(cols, perChunk) * rows * es);
+  for (uint64_t c0 = 0; c0 < cols; c0 += perChunk) {
+    uint64_t n = std::min(perChunk, cols - c0);
+    switch (es) {
+    case 2:
+      transposeBlock<uint16_t>(whole.data(), out.data(), rows, cols, c0, n);
+      break;
+    case 4:
+      transposeBlock<uint32_t>(whole.data(), out.data(), rows, cols, c0, n);
+      break;
+    case 8:
+      transposeBlock<uint64_t>(whole.data(), out.data(), rows, cols, c0, n);
+      break;
+    default:
+      transposeBlock<uint8_t>(whole.data(), out.data(), rows, cols, c0, n);
+    }
+    // produceTensor counted these bytes when it produced them.
+    if (!sink(out.data(), n * rows * es, diags))
+      return false;
+  }
+  return true;
+}
+
+template <typename Sink>
 bool WeightPlan::producePlain(const Entry &e, DiagnosticEngine &diags,
                               WeightStats &stats, Sink &&sink) const {
   if (!e.members.empty()) {
     // A stacked tensor: its members' data one after the other, each
-    // streamed in chunks like a tensor of its own.
+    // streamed in chunks like a tensor of its own (or, for a transposed
+    // stack, held in memory while it is transposed).
     for (size_t i = 0; i < e.members.size(); ++i) {
       Entry m = memberEntry(e, i);
-      if (!e.membersTransposed) {
-        if (!produceTensor(m, diags, stats, sink))
-          return false;
-        continue;
-      }
-      // One [rows, cols] member in memory, written as [cols, rows].
-      std::vector<uint8_t> whole;
-      auto collect = [&whole](const uint8_t *p, uint64_t n,
-                              DiagnosticEngine &) {
-        whole.insert(whole.end(), p, p + n);
-        return true;
-      };
-      if (!produceTensor(m, diags, stats, collect))
-        return false;
-      uint64_t rows = static_cast<uint64_t>(m.shape[0]),
-               cols = static_cast<uint64_t>(m.shape[1]);
-      size_t es = ir::dtypeBits(m.type.dtype) / 8;
-      std::vector<uint8_t> t(whole.size());
-      for (uint64_t r = 0; r < rows; ++r)
-        for (uint64_t c = 0; c < cols; ++c)
-          std::memcpy(&t[(c * rows + r) * es], &whole[(r * cols + c) * es], es);
-      // produceTensor counted these bytes when it produced them.
-      if (!sink(t.data(), t.size(), diags))
+      if (!(e.membersTransposed ? produceTransposed(m, diags, stats, sink)
+                                : produceTensor(m, diags, stats, sink)))
         return false;
     }
     return true;
   }
-  return produceTensor(e, diags, stats, sink);
+  return e.transposed ? produceTransposed(e, diags, stats, sink)
+                      : produceTensor(e, diags, stats, sink);
 }
 
 template <typename Sink>

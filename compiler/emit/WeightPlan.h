@@ -7,7 +7,9 @@
 // their data: streamed from the memory-mapped checkpoint with dtype
 // conversion or dequantization, generated (random/zeros), or left as a
 // sparse all-zero layout. Memory stays bounded by fixed-size buffers,
-// whatever the model size.
+// whatever the model size, except that a matrix stored transposed (a dense
+// Linear weight written [in, out], a transposed expert stack's member) is
+// held alone in memory while it is transposed.
 //
 // A weight may also be stored block-quantized (`--quant`): its codes,
 // scales and zero points are regions of the external data named after it
@@ -62,8 +64,14 @@ public:
   ~WeightPlan();
 
   /// Registers a weight used by the graph as a float (or integer) tensor;
-  /// returns the initializer name.
-  const std::string &use(const std::string &name, const ir::TensorType &type);
+  /// returns the initializer name. With `transposed` the weight is a 2-D
+  /// [out, in] matrix (its checkpoint shape, `type`) stored transposed as
+  /// an [in, out] initializer of the same name: its data (from any source,
+  /// converted or dequantized first) is transposed as it is written, one
+  /// tensor held in memory at a time. Every reader of one weight must ask
+  /// for the same orientation.
+  const std::string &use(const std::string &name, const ir::TensorType &type,
+                         bool transposed = false);
 
   /// Registers a stacked [E, ...] float tensor `name` (not a checkpoint
   /// tensor) whose slice e is the checkpoint tensor `members[e]` of type
@@ -145,6 +153,9 @@ private:
     std::vector<std::string> members;
     ir::TensorType memberType;
     bool membersTransposed = false; ///< [E, in, out] of [out, in] members
+    /// A 2-D [out, in] tensor (`shape`, as the checkpoint holds it) whose
+    /// initializer is its transpose, [in, out].
+    bool transposed = false;
   };
   WeightSource source;
   const Checkpoint *ckpt;
@@ -170,6 +181,11 @@ private:
   template <typename Sink>
   bool produceTensor(const Entry &e, DiagnosticEngine &diags,
                      WeightStats &stats, Sink &&sink) const;
+  /// One 2-D tensor's bytes written transposed ([cols, rows] of its
+  /// [rows, cols]): produced whole into memory, then written in chunks.
+  template <typename Sink>
+  bool produceTransposed(const Entry &e, DiagnosticEngine &diags,
+                         WeightStats &stats, Sink &&sink) const;
   template <typename Sink>
   bool producePlain(const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
                     Sink &&sink) const;

@@ -7,10 +7,12 @@ Usage: archc ... -emit=weights | make_safetensors.py OUT [options]
   --reshape NAME           store a tensor with its first dim + 1
   --extra NAME             add an unexpected tensor
   --truncate N             cut the file to N bytes less than its size
+  --ramp N                 F32 values are (i % N) * 0.01 (default 7)
   --shards N               write OUT as a directory holding N shards
                            (model-0000K-of-0000N.safetensors) and
                            model.safetensors.index.json, Hugging Face style
-Values are deterministic (a ramp), which is all binding tests need.
+Values are deterministic (a ramp), which is all binding tests need; a ramp whose period does not
+divide a row plus one (e.g. 11 for rows of 64) tells a square matrix from its transpose.
 """
 import json
 import os
@@ -22,13 +24,13 @@ def main():
     args = sys.argv[1:]
     out = args.pop(0)
     opts = {"dtype": "F32", "drop": [], "reshape": [], "extra": [], "truncate": 0,
-            "shards": 1}
+            "shards": 1, "ramp": 7}
     while args:
         k = args.pop(0).lstrip("-")
         v = args.pop(0)
         if isinstance(opts[k], list):
             opts[k].append(v)
-        elif k in ("truncate", "shards"):
+        elif k in ("truncate", "shards", "ramp"):
             opts[k] = int(v)
         else:
             opts[k] = v
@@ -73,7 +75,7 @@ def write_file(out, tensors, opts):
         for d in shape:
             n *= d
         if opts["dtype"] == "F32":
-            blob = struct.pack("<%df" % n, *[(i % 7) * 0.01 for i in range(n)])
+            blob = struct.pack("<%df" % n, *[(i % opts["ramp"]) * 0.01 for i in range(n)])
         else:
             blob = struct.pack("<%dH" % n, *[0x3C00 if opts["dtype"] == "F16" else 0x3F80] * n)
         header[name] = {"dtype": opts["dtype"], "shape": shape,

@@ -1,0 +1,139 @@
+//===- WeightPlanTest.cpp - Weights stored transposed ---------------------===//
+//
+// A dense Linear weight registered transposed (WeightPlan::use with
+// `transposed`) keeps its checkpoint name, gets the [in, out] shape, and
+// its data is the transpose of the untransposed tensor: for generated
+// (random) values, for a checkpoint tensor converted from bf16, over
+// several output chunks, in external data and embedded alike.
+//
+//===----------------------------------------------------------------------===//
+#include "TestUtil.h"
+
+#include "emit/FloatConvert.h"
+#include "emit/WeightPlan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+using namespace archc;
+
+namespace {
+
+ir::TensorType matrix(ir::DType dt, int64_t rows, int64_t cols) {
+  return ir::TensorType(dt, {ir::SymExpr(rows), ir::SymExpr(cols)});
+}
+
+/// The one initializer an embedded plan writes, as its dims and bytes.
+struct Written {
+  std::vector<int64_t> dims;
+  std::string bytes;
+};
+
+Written embedOne(WeightPlan &plan) {
+  SourceMgr sm;
+  DiagnosticEngine diags(sm);
+  onnx::GraphProto g;
+  WeightStats stats;
+  EXPECT_TRUE(plan.embed(g, diags, stats));
+  EXPECT_EQ(g.initializer_size(), 1);
+  if (g.initializer_size() != 1)
+    return {};
+  const onnx::TensorProto &t = g.initializer(0);
+  EXPECT_EQ(t.name(), "w");
+  return {{t.dims().begin(), t.dims().end()}, t.raw_data()};
+}
+
+/// The bytes of [rows, cols] `in` (elements of `es` bytes) as [cols, rows].
+std::string transpose(const std::string &in, uint64_t rows, uint64_t cols,
+                      size_t es) {
+  std::string out(in.size(), '\0');
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t c = 0; c < cols; ++c)
+      std::memcpy(&out[(c * rows + r) * es], &in[(r * cols + c) * es], es);
+  return out;
+}
+
+} // namespace
+
+TEST(WeightPlan, RandomTransposedIsTheTransposeOfTheSameValues) {
+  // f32 and f16; [3, 700000] f32 is written in three output chunks.
+  struct Case {
+    ir::DType dt;
+    int64_t rows, cols;
+  };
+  for (Case c : {Case{ir::DType::F32, 5, 7}, Case{ir::DType::F16, 5, 7},
+                 Case{ir::DType::F32, 3, 700000}}) {
+    size_t es = ir::dtypeBits(c.dt) / 8;
+    WeightPlan plain(WeightSource::Random, nullptr, 7);
+    plain.use("w", matrix(c.dt, c.rows, c.cols));
+    WeightPlan transposed(WeightSource::Random, nullptr, 7);
+    transposed.use("w", matrix(c.dt, c.rows, c.cols), /*transposed=*/true);
+    EXPECT_EQ(plain.totalBytes(), transposed.totalBytes());
+    Written a = embedOne(plain), b = embedOne(transposed);
+    EXPECT_EQ(a.dims, (std::vector<int64_t>{c.rows, c.cols}));
+    EXPECT_EQ(b.dims, (std::vector<int64_t>{c.cols, c.rows}));
+    ASSERT_EQ(a.bytes.size(), static_cast<size_t>(c.rows * c.cols) * es);
+    EXPECT_TRUE(b.bytes == transpose(a.bytes, c.rows, c.cols, es))
+        << c.rows << "x" << c.cols;
+  }
+}
+
+TEST(WeightPlan, CheckpointTensorIsConvertedThenTransposed) {
+  // A bf16 [2, 3] checkpoint tensor read as f32 [3, 2], embedded and in
+  // external data.
+  const float values[6] = {1, 2, 3, -4, 0.5f, 6};
+  std::string data;
+  for (float v : values) {
+    uint16_t h = floatToBf16(v);
+    data.append(reinterpret_cast<const char *>(&h), 2);
+  }
+  std::string header =
+      R"({"w":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]}})";
+  while ((8 + header.size()) % 8)
+    header += ' ';
+  std::string file(8, '\0');
+  uint64_t n = header.size();
+  std::memcpy(file.data(), &n, 8);
+  file += header + data;
+  test::ScratchDir dir;
+  std::string path = dir.write("model.safetensors", file);
+  SourceMgr sm;
+  DiagnosticEngine diags(sm);
+  Checkpoint ckpt;
+  ASSERT_TRUE(ckpt.open(path, diags));
+  const float expected[6] = {1, -4, 2, 0.5f, 3, 6};
+
+  WeightPlan embedded(WeightSource::Checkpoint, &ckpt, 0);
+  embedded.use("w", matrix(ir::DType::F32, 2, 3), /*transposed=*/true);
+  ASSERT_TRUE(embedded.validate(diags, path));
+  Written w = embedOne(embedded);
+  EXPECT_EQ(w.dims, (std::vector<int64_t>{3, 2}));
+  ASSERT_EQ(w.bytes.size(), sizeof expected);
+  EXPECT_EQ(std::memcmp(w.bytes.data(), expected, sizeof expected), 0);
+
+  WeightPlan external(WeightSource::Checkpoint, &ckpt, 0);
+  external.use("w", matrix(ir::DType::F32, 2, 3), /*transposed=*/true);
+  ASSERT_TRUE(external.validate(diags, path));
+  OutputSet set;
+  ASSERT_TRUE(set.begin((dir.path / "out").string(), diags));
+  onnx::GraphProto g;
+  WeightStats stats;
+  {
+    ExternalDataWriter out(set, "", "m.onnx", 0, /*layoutOnly=*/false, nullptr);
+    ASSERT_TRUE(external.writeExternal(g, out, diags, stats));
+  }
+  ASSERT_TRUE(set.publish(diags));
+  ASSERT_EQ(g.initializer_size(), 1);
+  EXPECT_EQ(std::vector<int64_t>(g.initializer(0).dims().begin(),
+                                 g.initializer(0).dims().end()),
+            (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(stats.bytesWritten, sizeof expected);
+  std::ifstream in(dir.path / "out" / "m.onnx_data", std::ios::binary);
+  std::string got((std::istreambuf_iterator<char>(in)),
+                  std::istreambuf_iterator<char>());
+  ASSERT_GE(got.size(), sizeof expected);
+  EXPECT_EQ(std::memcmp(got.data(), expected, sizeof expected), 0);
+}
