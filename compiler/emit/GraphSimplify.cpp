@@ -30,7 +30,8 @@ std::optional<std::vector<int64_t>> int64Values(const onnx::TensorProto &t) {
     if (raw.size() % 8)
       return std::nullopt;
     v.resize(raw.size() / 8);
-    std::memcpy(v.data(), raw.data(), raw.size());
+    if (!raw.empty()) // memcpy's pointers must not be null, even for 0 bytes
+      std::memcpy(v.data(), raw.data(), raw.size());
   } else {
     v.assign(t.int64_data().begin(), t.int64_data().end());
   }

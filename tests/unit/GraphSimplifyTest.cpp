@@ -55,7 +55,8 @@ std::vector<int64_t> shapeOf(const onnx::GraphProto &g,
     if (n.op_type() == "Constant" && n.output(0) == name) {
       const std::string &raw = n.attribute(0).t().raw_data();
       std::vector<int64_t> v(raw.size() / 8);
-      std::memcpy(v.data(), raw.data(), raw.size());
+      if (!raw.empty())
+        std::memcpy(v.data(), raw.data(), raw.size());
       return v;
     }
   return {};
