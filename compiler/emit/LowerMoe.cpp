@@ -74,6 +74,18 @@ bool OnnxLowering::lowerRoute(const ir::Op &op) {
       weights = b.node("Sigmoid", {tk[0]});
     else
       weights = tk[0];
+  } else if (scoring == "softmax" && normalize && groups <= 1 &&
+             !op.operand("bias") && !op.operand("table") &&
+             (!op.optAttr<double>("norm_p") ||
+              *op.optAttr<double>("norm_p") == 1.0) &&
+             !op.optAttr<double>("norm_min")) {
+    // Softmax, top-k, renormalised to sum 1: exp(l_i) / sum over the k of
+    // exp(l_j), i.e. the softmax of the k largest logits (the softmax is
+    // monotonic, so the top-k of the logits are the top-k of the scores).
+    auto tk = topk(logits, k);
+    indices = tk[1];
+    weights = b.node("Softmax", {tk[0]}, {OnnxAttr::integer("axis", -1)});
+    normalize = false;
   } else {
     std::string scores;
     if (scoring == "softmax")
