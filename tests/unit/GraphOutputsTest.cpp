@@ -8,22 +8,14 @@
 //===----------------------------------------------------------------------===//
 #include "emit/GraphOutputs.h"
 
+#include "OnnxGraphUtil.h"
+
 #include <gtest/gtest.h>
 
 using namespace archc;
+using archc::test::addNode;
 
 namespace {
-onnx::NodeProto *addNode(onnx::GraphProto &g, const std::string &op,
-                         std::vector<std::string> ins,
-                         std::vector<std::string> outs) {
-  onnx::NodeProto *n = g.add_node();
-  n->set_op_type(op);
-  for (auto &i : ins)
-    n->add_input(i);
-  for (auto &o : outs)
-    n->add_output(o);
-  return n;
-}
 
 int countOps(const onnx::GraphProto &g, const std::string &op) {
   int n = 0;
