@@ -202,19 +202,11 @@ private:
     for (auto &[from, src] : to)
       while (direct.count(src))
         src = direct.at(src);
-    for (auto &n : *graph.mutable_node()) {
-      for (auto &in : *n.mutable_input())
-        if (auto it = to.find(in); it != to.end())
-          in = it->second;
-      for (auto &a : *n.mutable_attribute()) {
-        if (a.has_g())
-          renameInputs(*a.mutable_g(), to);
-        for (auto &g : *a.mutable_graphs())
-          renameInputs(g, to);
-      }
-    }
+    renameInputs(graph, to);
   }
 
+  /// Renames the inputs (not the outputs: the identity Transposes keep
+  /// theirs until they are removed) in `g` and its subgraphs.
   static void renameInputs(Graph &g,
                            const std::map<std::string, std::string> &to) {
     for (auto &n : *g.mutable_node()) {
