@@ -44,6 +44,26 @@
 
 namespace archc {
 
+namespace {
+/// The elementwise ops of expert bodies (activations, gating, clamps),
+/// whose lowering neither depends on the tokens' rank nor on their layout.
+bool isExpertElementwise(ir::OpKind kind) {
+  switch (kind) {
+  case ir::OpKind::Add:
+  case ir::OpKind::Sub:
+  case ir::OpKind::Mul:
+  case ir::OpKind::Silu:
+  case ir::OpKind::Relu:
+  case ir::OpKind::Gelu:
+  case ir::OpKind::Sigmoid:
+  case ir::OpKind::Clamp:
+    return true;
+  default:
+    return false;
+  }
+}
+} // namespace
+
 std::string OnnxLowering::stackedWeightName(const std::string &pattern) {
   std::string out = pattern;
   for (size_t at = out.find("{e}"); at != std::string::npos;
@@ -193,6 +213,12 @@ bool OnnxLowering::expertBodyColumnar(const ir::Block &body) const {
   };
   std::map<const ir::Value *, int> flag; // transpose_b of its matmuls
   for (const auto &op : body.getOps()) {
+    if (isExpertElementwise(op->getKind())) {
+      for (size_t i = 0; i < op->getNumOperands(); ++i)
+        if (isWeight(op->getOperand(i)))
+          return false;
+      continue;
+    }
     switch (op->getKind()) {
     case ir::OpKind::Param:
     case ir::OpKind::ExpertSlice:
@@ -213,18 +239,6 @@ bool OnnxLowering::expertBodyColumnar(const ir::Block &body) const {
         return false;
       continue;
     }
-    case ir::OpKind::Add:
-    case ir::OpKind::Sub:
-    case ir::OpKind::Mul:
-    case ir::OpKind::Silu:
-    case ir::OpKind::Relu:
-    case ir::OpKind::Gelu:
-    case ir::OpKind::Sigmoid:
-    case ir::OpKind::Clamp:
-      for (size_t i = 0; i < op->getNumOperands(); ++i)
-        if (isWeight(op->getOperand(i)))
-          return false;
-      continue;
     default:
       return false;
     }
@@ -243,17 +257,11 @@ bool OnnxLowering::expertBodyRankFree(const ir::Block &body) const {
   // on the [in, out] slices the Scan hands over (or on untransposed ones),
   // elementwise ops and the weights themselves.
   for (const auto &op : body.getOps()) {
+    if (isExpertElementwise(op->getKind()))
+      continue;
     switch (op->getKind()) {
     case ir::OpKind::Param:
     case ir::OpKind::ExpertSlice:
-    case ir::OpKind::Add:
-    case ir::OpKind::Sub:
-    case ir::OpKind::Mul:
-    case ir::OpKind::Silu:
-    case ir::OpKind::Relu:
-    case ir::OpKind::Gelu:
-    case ir::OpKind::Sigmoid:
-    case ir::OpKind::Clamp:
     case ir::OpKind::Yield:
       break;
     case ir::OpKind::MatMul:
