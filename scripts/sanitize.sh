@@ -36,5 +36,5 @@ if [ "${ARCHC_SANITIZE_SUBSET:-0}" = 1 ] && [ ${#args[@]} -eq 0 ]; then
 fi
 cd build-asan
 start=$(date +%s)
-ctest -j "$jobs" --output-on-failure "${args[@]}"
+ctest -j "$jobs" --output-on-failure "${args[@]}" || { ../scripts/failure_summary.sh; exit 8; }
 echo "sanitize.sh: ctest under ASan+UBSan took $(( $(date +%s) - start )) s"

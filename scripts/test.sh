@@ -9,4 +9,5 @@ scripts/install-deps.sh
 (cd tests/transformersjs && { [ -f node_modules/@huggingface/transformers/package.json ] || npm ci --ignore-scripts --no-audit --no-fund; })
 scripts/build.sh
 jobs="${ARCHC_JOBS:-$(nproc 2>/dev/null || echo 2)}"
-cd build && ctest -j "$jobs" --output-on-failure "$@"
+cd build
+ctest -j "$jobs" --output-on-failure "$@" || { ../scripts/failure_summary.sh; exit 8; }
