@@ -7,6 +7,6 @@ log=Testing/Temporary/LastTest.log
 echo "== failure summary"
 df -h . "${TMPDIR:-/tmp}" 2>/dev/null
 if [ -f "$log" ]; then
-  grep -h -E "error:|Error|FAILED|Failed" "$log" | grep -v "^Test Failed" |
+  grep -h -E "^[A-Za-z0-9_./-]+: error: |^FAIL: |\*\*\*Failed" "$log" |
     cut -c1-300 | sort | uniq -c | sort -rn | head -30
 fi
