@@ -64,6 +64,23 @@ bool isExpertElementwise(ir::OpKind kind) {
 }
 } // namespace
 
+OnnxLowering::SavedCaches OnnxLowering::saveCaches() const {
+  return {names,     deferred,     storage,      symbols,  exprSources,
+          maskCache, leadingShape, sharedShapes, ropeCache};
+}
+
+void OnnxLowering::restoreCaches(SavedCaches &&s) {
+  names = std::move(s.names);
+  deferred = std::move(s.deferred);
+  storage = std::move(s.storage);
+  symbols = std::move(s.symbols);
+  exprSources = std::move(s.exprSources);
+  ropeCache = std::move(s.ropeCache);
+  maskCache = std::move(s.maskCache);
+  leadingShape = std::move(s.leadingShape);
+  sharedShapes = std::move(s.sharedShapes);
+}
+
 std::string OnnxLowering::stackedWeightName(const std::string &pattern) {
   std::string out = pattern;
   for (size_t at = out.find("{e}"); at != std::string::npos;
@@ -104,9 +121,23 @@ std::string OnnxLowering::expertContribution(const ir::Op &op,
   if (columnar)
     input = b.node("Transpose", {input}, {OnnxAttr::list("perm", {1, 0})});
   def(body.getArgument(0), input);
+  if (fusedBody) {
+    // Gate and up in one matmul on the interleaved [2 I, D] slice; its
+    // even rows are the gate's, its odd rows the up's (columnar: [2 I, n]).
+    const FusedExperts &f = *fusedBody;
+    ir::TensorType sliceType = f.gateParam->getResult()->type;
+    sliceType.dims[0] = sliceType.dims[0] * ir::SymExpr(2);
+    std::string h = b.node("MatMul", {expertWeight(f.fc1, sliceType), input});
+    def(f.gate->getResult(),
+        b.node("Gather", {h, f.gateRows}, {OnnxAttr::integer("axis", 0)}));
+    def(f.up->getResult(),
+        b.node("Gather", {h, f.upRows}, {OnnxAttr::integer("axis", 0)}));
+    preLowered = {f.gate, f.up, f.gateParam, f.upParam};
+  }
   expertColumnar = columnar;
   bool ok = lowerBlock(body);
   expertColumnar = false;
+  preLowered.clear();
   if (!ok)
     return "";
   std::string ye = in(body.getTerminator()->getOperand(0));
@@ -142,7 +173,9 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
           {OnnxAttr::integer("axis", 0)});
   }
   std::string out = b.node("ConstantOfShape", {accShape});
-  bool ok = expertBodyStackable(*op.getRegions()[0])
+  FusedExperts fused;
+  bool ok = matchFusedExperts(op, fused) ? dispatchFused(op, x, out, fused)
+            : expertBodyStackable(*op.getRegions()[0])
                 ? dispatchScan(op, x, out)
                 : dispatchUnrolled(op, x, out);
   if (!ok)
@@ -303,15 +336,7 @@ bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
   // afterwards (what the body defined is not visible outside it).
   onnx::GraphProto scanBody;
   scanBody.set_name(b.fresh("experts_step"));
-  auto savedNames = names;
-  auto savedDeferred = deferred;
-  auto savedStorage = storage;
-  auto savedSymbols = symbols;
-  auto savedSources = exprSources;
-  auto savedRope = ropeCache;
-  auto savedMask = maskCache;
-  auto savedLeading = leadingShape;
-  auto savedShared = sharedShapes;
+  SavedCaches saved = saveCaches();
   GraphBuilder::Target outer = b.retarget(scanBody, scanBody.name() + "_");
   // Body inputs: the accumulator (state), then the scan inputs in order:
   // the expert's row of hits, then the weights as the body asks for them.
@@ -349,15 +374,7 @@ bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
     addGraphOutput(scanBody, accOut, onnx::TensorProto_DataType_FLOAT);
   }
   b.restore(std::move(outer));
-  names = std::move(savedNames);
-  deferred = std::move(savedDeferred);
-  storage = std::move(savedStorage);
-  symbols = std::move(savedSymbols);
-  exprSources = std::move(savedSources);
-  ropeCache = std::move(savedRope);
-  maskCache = std::move(savedMask);
-  leadingShape = std::move(savedLeading);
-  sharedShapes = std::move(savedShared);
+  restoreCaches(std::move(saved));
   if (ok) {
     std::vector<std::string> ins = {out};
     for (const ScanInput &si : scanInputs)

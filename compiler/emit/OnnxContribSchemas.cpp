@@ -32,7 +32,8 @@ void expectDims(InferenceContext &ctx, size_t input,
   const TensorShapeProto &s = getInputShape(ctx, input);
   bool ok = s.dim_size() == static_cast<int>(want.size());
   for (int i = 0; ok && i < s.dim_size(); ++i)
-    if (s.dim(i).has_dim_value() && s.dim(i).dim_value() != want[i])
+    if (want[i] >= 0 && s.dim(i).has_dim_value() &&
+        s.dim(i).dim_value() != want[i])
       ok = false;
   if (!ok) {
     std::string w;
@@ -40,6 +41,29 @@ void expectDims(InferenceContext &ctx, size_t input,
       w += (w.empty() ? "" : ", ") + std::to_string(d);
     fail_shape_inference(what, " has the wrong shape (expected [", w, "])");
   }
+}
+
+/// MoE's output is its input's shape; the stacks must agree with each
+/// other, the router and the hidden size (swiglu: fc1 has 2 I rows).
+void inferMoe(InferenceContext &ctx) {
+  propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  if (hasInputShape(ctx, 0))
+    propagateShapeFromInputToOutput(ctx, 0, 0);
+  if (!hasInputShape(ctx, 2) || !hasInputShape(ctx, 4))
+    return;
+  const TensorShapeProto &fc1 = getInputShape(ctx, 2);
+  const TensorShapeProto &fc2 = getInputShape(ctx, 4);
+  if (fc1.dim_size() != 3 || fc2.dim_size() != 3)
+    fail_shape_inference("MoE's expert weights are not [experts, rows, cols]");
+  auto value = [](const TensorShapeProto &s, int i) {
+    return s.dim(i).has_dim_value() ? s.dim(i).dim_value() : int64_t(-1);
+  };
+  int64_t experts = value(fc1, 0), hidden = value(fc1, 2);
+  int64_t inter = value(fc2, 2);
+  std::string act = getAttribute(ctx, "activation_type", std::string("relu"));
+  int64_t rows = inter < 0 ? -1 : (act == "swiglu" ? 2 * inter : inter);
+  expectDims(ctx, 4, {experts, hidden, inter}, "fc2_experts_weights");
+  expectDims(ctx, 2, {experts, rows, hidden}, "fc1_experts_weights");
 }
 
 void inferMatMulNBits(InferenceContext &ctx) {
@@ -214,6 +238,49 @@ void registerAll() {
             }
           });
   OpSchemaRegistry::OpSchemaRegisterOnce registerSkipRmsNorm(skipRmsNorm);
+  static OpSchema moe =
+      OpSchema()
+          .SetName("MoE")
+          .SetDomain(kContribDomain)
+          .SinceVersion(kContribOpset)
+          .SetDoc("Mixture of experts: routes each row by the softmax of its "
+                  "router logits to its top k experts and sums their FFN "
+                  "outputs (ONNX Runtime contrib op).")
+          .Attr("k", "experts per row", AttributeProto::INT,
+                static_cast<int64_t>(1))
+          .Attr("activation_type", "relu, gelu, silu, identity or swiglu",
+                AttributeProto::STRING, std::string("relu"))
+          .Attr("normalize_routing_weights", "renormalise the k weights",
+                AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("use_sparse_mixer", "sparse mixer routing (k = 2)",
+                AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("swiglu_fusion",
+                "0: no fc1 fusion, 1: gate and up rows interleaved, 2: "
+                "concatenated",
+                AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("swiglu_limit", "clamp of the SwiGLU inputs",
+                AttributeProto::FLOAT, OPTIONAL_VALUE)
+          .Attr("activation_alpha", "SwiGLU's sigmoid scale",
+                AttributeProto::FLOAT, 1.0f)
+          .Attr("activation_beta", "added to SwiGLU's linear half",
+                AttributeProto::FLOAT, 0.0f)
+          .Input(0, "input", "[rows, hidden] or [batch, seq, hidden]", "T")
+          .Input(1, "router_probs", "[rows, experts] logits", "T")
+          .Input(2, "fc1_experts_weights",
+                 "[experts, fc1 out (2 I for swiglu), hidden]", "T")
+          .Input(3, "fc1_experts_bias", "[experts, fc1 out]", "T",
+                 OpSchema::Optional)
+          .Input(4, "fc2_experts_weights", "[experts, hidden, I]", "T")
+          .Input(5, "fc2_experts_bias", "[experts, hidden]", "T",
+                 OpSchema::Optional)
+          .Input(6, "fc3_experts_weights", "[experts, I, hidden]", "T",
+                 OpSchema::Optional)
+          .Input(7, "fc3_experts_bias", "[experts, I]", "T", OpSchema::Optional)
+          .Output(0, "output", "input's shape", "T")
+          .TypeConstraint("T", {"tensor(float)", "tensor(float16)"},
+                          "activations and weights")
+          .TypeAndShapeInferenceFunction(inferMoe);
+  OpSchemaRegistry::OpSchemaRegisterOnce registerMoe(moe);
 }
 } // namespace
 

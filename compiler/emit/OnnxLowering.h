@@ -97,6 +97,33 @@ private:
   };
   std::vector<ScanInput> scanInputs; ///< in order
   OnnxTarget target; ///< --target: portable ONNX or ONNX Runtime
+  /// A SwiGLU expert dispatch run by ONNX Runtime's MoE op (see
+  /// LowerFusedMoe.cpp): its router and the body's ops whose gate and up
+  /// matrices are one interleaved stack `fc1`.
+  struct FusedExperts {
+    const ir::Op *route = nullptr;
+    const ir::Op *gate = nullptr, *up = nullptr; ///< the two matmuls
+    const ir::Op *gateParam = nullptr, *upParam = nullptr, *downParam = nullptr;
+    std::string fc1; ///< [E, 2 I, D] initializer, gate and up rows alternating
+    std::string gateRows, upRows; ///< int64 [I] constants: its even, odd rows
+  };
+  /// Set while the Scan body of a fused dispatch is lowered.
+  const FusedExperts *fusedBody = nullptr;
+  /// Ops of a body already lowered another way (skipped by lowerBlock).
+  std::set<const ir::Op *> preLowered;
+  /// The lowering's value caches, saved while a subgraph is built (what a
+  /// subgraph defines is not visible outside it).
+  struct SavedCaches {
+    std::unordered_map<const ir::Value *, std::string> names;
+    std::unordered_map<const ir::Value *, std::function<std::string()>>
+        deferred;
+    std::unordered_map<const ir::Value *, std::string> storage;
+    std::map<std::string, std::string> symbols, exprSources, maskCache,
+        leadingShape, sharedShapes;
+    std::map<std::string, std::pair<std::string, std::string>> ropeCache;
+  };
+  SavedCaches saveCaches() const;
+  void restoreCaches(SavedCaches &&saved);
 
   // Core (OnnxLowering.cpp).
   bool lowerBlock(const ir::Block &block);
@@ -185,6 +212,17 @@ private:
 
   // LowerMoe.cpp.
   bool lowerRoute(const ir::Op &op);
+
+  // LowerFusedMoe.cpp.
+  /// Whether `experts` (with its router) is what ONNX Runtime's MoE op
+  /// computes: softmax routing without bias, groups or tables, a SwiGLU
+  /// body of per-expert float matrices. Fills `f` but its fc1.
+  bool matchFusedExperts(const ir::Op &op, FusedExperts &f) const;
+  /// The dispatch of a matched `experts`: an If on the token count, the
+  /// MoE op for one token (decode), the Scan over the same stacks for
+  /// more; accumulates into `out` [N, dOut] float32.
+  bool dispatchFused(const ir::Op &op, const std::string &x, std::string &out,
+                     FusedExperts &f);
 
   // LowerExperts.cpp.
   bool lowerExperts(const ir::Op &op);

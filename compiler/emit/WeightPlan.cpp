@@ -185,12 +185,30 @@ WeightPlan::useStacked(const std::string &name,
   return use(name, t);
 }
 
+const std::string &WeightPlan::useInterleavedStack(
+    const std::string &name, const std::vector<std::string> &members,
+    int64_t interleave, const ir::TensorType &memberType) {
+  assert(interleave >= 1 && memberType.rank() == 2 &&
+         members.size() % static_cast<size_t>(interleave) == 0 &&
+         "an interleaved stack has G matrices per slice");
+  ir::TensorType t = memberType;
+  t.dims[0] = t.dims[0] * ir::SymExpr(interleave);
+  t.dims.insert(t.dims.begin(),
+                ir::SymExpr(static_cast<int64_t>(members.size()) / interleave));
+  Entry &e = entryFor(name, t);
+  e.members = members;
+  e.memberType = memberType;
+  e.interleave = interleave;
+  return use(name, t);
+}
+
 WeightPlan::Entry WeightPlan::memberEntry(const Entry &stacked,
                                           size_t i) const {
   Entry m;
   m.name = stacked.members[i];
   m.type = stacked.memberType;
   m.shape.assign(stacked.shape.begin() + 1, stacked.shape.end());
+  m.shape[0] /= stacked.interleave;
   if (stacked.membersTransposed)
     std::swap(m.shape[0], m.shape[1]);
   m.plain = true;
@@ -347,8 +365,40 @@ bool WeightPlan::produceTransposed(const Entry &e, DiagnosticEngine &diags,
 }
 
 template <typename Sink>
+bool WeightPlan::produceInterleaved(const Entry &stacked, size_t slice,
+                                    DiagnosticEngine &diags, WeightStats &stats,
+                                    Sink &&sink) const {
+  const size_t g = static_cast<size_t>(stacked.interleave);
+  std::vector<std::vector<uint8_t>> parts(g);
+  for (size_t j = 0; j < g; ++j) {
+    std::vector<uint8_t> &whole = parts[j];
+    auto collect = [&whole](const uint8_t *p, uint64_t n, DiagnosticEngine &) {
+      whole.insert(whole.end(), p, p + n);
+      return true;
+    };
+    if (!produceTensor(memberEntry(stacked, slice * g + j), diags, stats,
+                       collect))
+      return false;
+  }
+  // Row r of member j, in the order r, j (produceTensor counted the bytes).
+  const uint64_t rows = static_cast<uint64_t>(stacked.shape[1]) / g;
+  const uint64_t rowBytes = rows ? parts[0].size() / rows : 0;
+  for (uint64_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < g; ++j)
+      if (!sink(parts[j].data() + r * rowBytes, rowBytes, diags))
+        return false;
+  return true;
+}
+
+template <typename Sink>
 bool WeightPlan::producePlain(const Entry &e, DiagnosticEngine &diags,
                               WeightStats &stats, Sink &&sink) const {
+  if (e.interleave > 1) {
+    for (size_t s = 0; s < e.members.size() / e.interleave; ++s)
+      if (!produceInterleaved(e, s, diags, stats, sink))
+        return false;
+    return true;
+  }
   if (!e.members.empty()) {
     // A stacked tensor: its members' data one after the other, each
     // streamed in chunks like a tensor of its own (or, for a transposed

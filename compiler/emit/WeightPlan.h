@@ -85,6 +85,18 @@ public:
                                 const ir::TensorType &memberType,
                                 bool transposed = false);
 
+  /// Registers a stacked [E, G * rows, cols] float tensor `name` whose slice
+  /// e interleaves the rows of the G = `interleave` checkpoint matrices
+  /// members[e * G .. e * G + G - 1] (each of type `memberType`, [rows,
+  /// cols]): row r * G + j of the slice is row r of member j. ONNX
+  /// Runtime's MoE reads SwiGLU experts so (gate and up rows alternating,
+  /// swiglu_fusion = 1). One expert's G members are held in memory while
+  /// they are interleaved. Returns the initializer name.
+  const std::string &
+  useInterleavedStack(const std::string &name,
+                      const std::vector<std::string> &members,
+                      int64_t interleave, const ir::TensorType &memberType);
+
   /// Registers the quantized form of a weight read as a matrix of
   /// `layout.rows` outputs by `layout.cols` inputs (per expert), `inOut`
   /// when the weight is stored [in, out]. `expert` >= 0 selects one
@@ -153,6 +165,8 @@ private:
     std::vector<std::string> members;
     ir::TensorType memberType;
     bool membersTransposed = false; ///< [E, in, out] of [out, in] members
+    /// Members per slice whose rows alternate (1: one member per slice).
+    int64_t interleave = 1;
     /// A 2-D [out, in] tensor (`shape`, as the checkpoint holds it) whose
     /// initializer is its transpose, [in, out].
     bool transposed = false;
@@ -186,6 +200,12 @@ private:
   template <typename Sink>
   bool produceTransposed(const Entry &e, DiagnosticEngine &diags,
                          WeightStats &stats, Sink &&sink) const;
+  /// One slice of an interleaved stack: its members produced whole, then
+  /// written with their rows alternating.
+  template <typename Sink>
+  bool produceInterleaved(const Entry &stacked, size_t slice,
+                          DiagnosticEngine &diags, WeightStats &stats,
+                          Sink &&sink) const;
   template <typename Sink>
   bool producePlain(const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
                     Sink &&sink) const;

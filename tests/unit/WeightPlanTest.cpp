@@ -4,7 +4,8 @@
 // `transposed`) keeps its checkpoint name, gets the [in, out] shape, and
 // its data is the transpose of the untransposed tensor: for generated
 // (random) values, for a checkpoint tensor converted from bf16, over
-// several output chunks, in external data and embedded alike.
+// several output chunks, in external data and embedded alike. An
+// interleaved expert stack alternates its members' rows.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fmt/format.h>
 #include <fstream>
 #include <vector>
 
@@ -136,4 +138,65 @@ TEST(WeightPlan, CheckpointTensorIsConvertedThenTransposed) {
                   std::istreambuf_iterator<char>());
   ASSERT_GE(got.size(), sizeof expected);
   EXPECT_EQ(std::memcmp(got.data(), expected, sizeof expected), 0);
+}
+
+TEST(WeightPlan, InterleavedStackAlternatesTheRowsOfEachExpertsMembers) {
+  // Two experts' gate and up [2, 3] f32 checkpoint tensors, stacked as
+  // f16 [2, 4, 3]: slice e is gate_e row 0, up_e row 0, gate_e row 1,
+  // up_e row 1 (ONNX Runtime MoE's swiglu_fusion = 1).
+  const char *names[4] = {"g0", "u0", "g1", "u1"};
+  std::string header = "{", data;
+  for (int t = 0; t < 4; ++t) {
+    for (int i = 0; i < 6; ++i) {
+      float v = static_cast<float>(t * 10 + i); // tensor t, element i
+      data.append(reinterpret_cast<const char *>(&v), 4);
+    }
+    header += fmt::format(R"({}"{}":{{"dtype":"F32","shape":[2,3],)"
+                          R"("data_offsets":[{},{}]}})",
+                          t ? "," : "", names[t], t * 24, t * 24 + 24);
+  }
+  header += "}";
+  while ((8 + header.size()) % 8)
+    header += ' ';
+  std::string file(8, '\0');
+  uint64_t n = header.size();
+  std::memcpy(file.data(), &n, 8);
+  file += header + data;
+  test::ScratchDir dir;
+  std::string path = dir.write("model.safetensors", file);
+  SourceMgr sm;
+  DiagnosticEngine diags(sm);
+  Checkpoint ckpt;
+  ASSERT_TRUE(ckpt.open(path, diags));
+
+  WeightPlan plan(WeightSource::Checkpoint, &ckpt, 0);
+  plan.useInterleavedStack("w", {"g0", "u0", "g1", "u1"}, 2,
+                           matrix(ir::DType::F16, 2, 3));
+  ASSERT_TRUE(plan.validate(diags, path));
+  EXPECT_EQ(plan.totalBytes(), 2u * 4 * 3 * 2);
+  Written w = embedOne(plan);
+  EXPECT_EQ(w.dims, (std::vector<int64_t>{2, 4, 3}));
+  ASSERT_EQ(w.bytes.size(), 2u * 4 * 3 * 2);
+  const int order[2][4] = {{0, 1, 0, 1}, {2, 3, 2, 3}}; // member of each row
+  for (int e = 0; e < 2; ++e)
+    for (int row = 0; row < 4; ++row)
+      for (int c = 0; c < 3; ++c) {
+        uint16_t h;
+        std::memcpy(&h, &w.bytes[((e * 4 + row) * 3 + c) * 2], 2);
+        float want = static_cast<float>(order[e][row] * 10 + (row / 2) * 3 + c);
+        EXPECT_EQ(halfToFloat(h), want) << e << " " << row << " " << c;
+      }
+
+  // A member the checkpoint lacks is reported by its own name.
+  DiagnosticEngine captured(sm);
+  captured.setCapture(true);
+  WeightPlan missing(WeightSource::Checkpoint, &ckpt, 0);
+  missing.useInterleavedStack("w", {"g0", "u0", "g1", "u2"}, 2,
+                              matrix(ir::DType::F32, 2, 3));
+  EXPECT_FALSE(missing.validate(captured, path));
+  std::string text;
+  for (const Diagnostic &d : captured.getCaptured())
+    text += captured.render(d);
+  EXPECT_NE(text.find("missing"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n  u2"), std::string::npos) << text;
 }
