@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -139,9 +140,20 @@ def main():
     ap.add_argument("--work", default=None)
     ap.add_argument("--json", default=None, help="also write results here")
     args = ap.parse_args()
+    if args.work:
+        os.makedirs(args.work, exist_ok=True)
+        run(args, args.work)
+        return
+    # The models (several GB) go with the run unless --work keeps them.
+    work = tempfile.mkdtemp(prefix="archc-ortbench-")
+    try:
+        run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
-    work = args.work or tempfile.mkdtemp(prefix="archc-ortbench-")
-    os.makedirs(work, exist_ok=True)
+
+def run(args, work):
+    """Builds the probes and models under `work`, times them, prints."""
     probe = os.path.join(work, "bandwidth_probe")
     subprocess.run(["cc", "-O3", "-march=native", "-pthread",
                     os.path.join(BENCH, "bandwidth_probe.c"), "-o", probe],
