@@ -43,17 +43,14 @@ bool isExpertMatrix(const ir::Value *v) {
 
 /// A matmul of the body's tokens by a per-expert [out, in] matrix.
 bool isTokenMatmul(const ir::Op *op, const ir::Value *tokens) {
-  return op && op->getKind() == OpKind::MatMul &&
-         op->getOperand(0) == tokens && op->attr<bool>("transpose_b") &&
-         isExpertMatrix(op->getOperand(1));
+  return op && op->getKind() == OpKind::MatMul && op->getOperand(0) == tokens &&
+         op->attr<bool>("transpose_b") && isExpertMatrix(op->getOperand(1));
 }
 } // namespace
 
-bool OnnxLowering::matchFusedExperts(const ir::Op &op,
-                                     FusedExperts &f) const {
-  if (target != OnnxTarget::Ort ||
-      (act != onnx::TensorProto_DataType_FLOAT &&
-       act != onnx::TensorProto_DataType_FLOAT16))
+bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
+  if (target != OnnxTarget::Ort || (act != onnx::TensorProto_DataType_FLOAT &&
+                                    act != onnx::TensorProto_DataType_FLOAT16))
     return false;
   const bool *scaleInput = op.optAttr<bool>("scale_input");
   if ((scaleInput && *scaleInput) || op.getNumOperands() != 3)
@@ -78,8 +75,8 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op,
   const ir::Value *t = body.getArgument(0);
   const ir::Op *yield = body.getTerminator();
   const ir::Op *down = yield ? yield->getOperand(0)->getDefiningOp() : nullptr;
-  if (!down || down->getKind() != OpKind::MatMul || !down->attr<bool>("transpose_b") ||
-      !isExpertMatrix(down->getOperand(1)))
+  if (!down || down->getKind() != OpKind::MatMul ||
+      !down->attr<bool>("transpose_b") || !isExpertMatrix(down->getOperand(1)))
     return false;
   const ir::Op *mul = down->getOperand(0)->getDefiningOp();
   if (!mul || mul->getKind() != OpKind::Mul)
@@ -124,9 +121,9 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
     members.push_back(ir::instantiatePattern(gateName, -1, e));
     members.push_back(ir::instantiatePattern(upName, -1, e));
   }
-  f.fc1 = weights.useInterleavedStack(stackedWeightName(gateName) + "+up",
-                                      members, 2,
-                                      f.gateParam->getResult()->type);
+  f.fc1 =
+      weights.useInterleavedStack(stackedWeightName(gateName) + "+up", members,
+                                  2, f.gateParam->getResult()->type);
   // The rows of fc1's product that are the gate's (even) and the up's
   // (odd): outer constants, shared by the layers.
   int64_t inter =
@@ -160,9 +157,9 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   if (f.route->getOperand(0)->type.dtype != op.getOperand(0)->type.dtype)
     logits = castTo(logits, act);
   std::string xT = x; // [N, D] in the activations' type
-  std::string cond = b.node(
-      "Equal", {b.node("Shape", {x}, {OnnxAttr::integer("end", 1)}),
-                b.i64({1})});
+  std::string cond =
+      b.node("Equal",
+             {b.node("Shape", {x}, {OnnxAttr::integer("end", 1)}), b.i64({1})});
   bool normalize = f.route->attr<bool>("normalize") ||
                    f.route->attr<std::string>("order") == "topk_score";
   double scale = f.route->attr<double>("scale");
@@ -171,8 +168,7 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   onnx::GraphProto thenBranch, elseBranch;
   thenBranch.set_name(b.fresh("moe_one_token"));
   elseBranch.set_name(b.fresh("moe_tokens"));
-  GraphBuilder::Target outer =
-      b.retarget(thenBranch, thenBranch.name() + "_");
+  GraphBuilder::Target outer = b.retarget(thenBranch, thenBranch.name() + "_");
   std::string y = b.nodeInDomain(
       kContribDomain, "MoE", {xT, logits, f.fc1, "", fc2},
       {OnnxAttr::integer("k", k), OnnxAttr::str("activation_type", "swiglu"),

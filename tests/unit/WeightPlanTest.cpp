@@ -58,6 +58,16 @@ std::string transpose(const std::string &in, uint64_t rows, uint64_t cols,
   return out;
 }
 
+/// A safetensors file: the JSON header padded to 8 bytes, then the data.
+std::string safetensorsFile(std::string header, const std::string &data) {
+  while ((8 + header.size()) % 8)
+    header += ' ';
+  std::string file(8, '\0');
+  uint64_t n = header.size();
+  std::memcpy(file.data(), &n, 8);
+  return file + header + data;
+}
+
 } // namespace
 
 TEST(WeightPlan, RandomTransposedIsTheTransposeOfTheSameValues) {
@@ -94,12 +104,7 @@ TEST(WeightPlan, CheckpointTensorIsConvertedThenTransposed) {
   }
   std::string header =
       R"({"w":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]}})";
-  while ((8 + header.size()) % 8)
-    header += ' ';
-  std::string file(8, '\0');
-  uint64_t n = header.size();
-  std::memcpy(file.data(), &n, 8);
-  file += header + data;
+  std::string file = safetensorsFile(header, data);
   test::ScratchDir dir;
   std::string path = dir.write("model.safetensors", file);
   SourceMgr sm;
@@ -156,12 +161,7 @@ TEST(WeightPlan, InterleavedStackAlternatesTheRowsOfEachExpertsMembers) {
                           t ? "," : "", names[t], t * 24, t * 24 + 24);
   }
   header += "}";
-  while ((8 + header.size()) % 8)
-    header += ' ';
-  std::string file(8, '\0');
-  uint64_t n = header.size();
-  std::memcpy(file.data(), &n, 8);
-  file += header + data;
+  std::string file = safetensorsFile(header, data);
   test::ScratchDir dir;
   std::string path = dir.write("model.safetensors", file);
   SourceMgr sm;
