@@ -156,7 +156,6 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
       b.node("Reshape", {in(f.route->getOperand(0)), b.i64({-1, experts})});
   if (f.route->getOperand(0)->type.dtype != op.getOperand(0)->type.dtype)
     logits = castTo(logits, act);
-  std::string xT = x; // [N, D] in the activations' type
   std::string cond =
       b.node("Equal",
              {b.node("Shape", {x}, {OnnxAttr::integer("end", 1)}), b.i64({1})});
@@ -170,7 +169,7 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   elseBranch.set_name(b.fresh("moe_tokens"));
   GraphBuilder::Target outer = b.retarget(thenBranch, thenBranch.name() + "_");
   std::string y = b.nodeInDomain(
-      kContribDomain, "MoE", {xT, logits, f.fc1, "", fc2},
+      kContribDomain, "MoE", {x, logits, f.fc1, "", fc2},
       {OnnxAttr::integer("k", k), OnnxAttr::str("activation_type", "swiglu"),
        OnnxAttr::integer("normalize_routing_weights", normalize ? 1 : 0),
        OnnxAttr::integer("swiglu_fusion", 1),

@@ -114,13 +114,12 @@ private:
   /// The lowering's value caches, saved while a subgraph is built (what a
   /// subgraph defines is not visible outside it).
   struct SavedCaches {
-    std::unordered_map<const ir::Value *, std::string> names;
-    std::unordered_map<const ir::Value *, std::function<std::string()>>
-        deferred;
-    std::unordered_map<const ir::Value *, std::string> storage;
-    std::map<std::string, std::string> symbols, exprSources, maskCache,
+    decltype(OnnxLowering::names) names;
+    decltype(OnnxLowering::deferred) deferred;
+    decltype(OnnxLowering::storage) storage;
+    decltype(OnnxLowering::symbols) symbols, exprSources, maskCache,
         leadingShape, sharedShapes;
-    std::map<std::string, std::pair<std::string, std::string>> ropeCache;
+    decltype(OnnxLowering::ropeCache) ropeCache;
   };
   SavedCaches saveCaches() const;
   void restoreCaches(SavedCaches &&saved);
@@ -220,7 +219,8 @@ private:
   bool matchFusedExperts(const ir::Op &op, FusedExperts &f) const;
   /// The dispatch of a matched `experts`: an If on the token count, the
   /// MoE op for one token (decode), the Scan over the same stacks for
-  /// more; accumulates into `out` [N, dOut] float32.
+  /// more. `out` is the zero [N, dOut] float32 accumulator on entry (the
+  /// Scan branch adds into it) and the If's result on return.
   bool dispatchFused(const ir::Op &op, const std::string &x, std::string &out,
                      FusedExperts &f);
 
