@@ -6,29 +6,40 @@
 //
 //   If(N == 1, then: MoE(x, logits, fc1, -, fc2), else: Scan over experts)
 //
-// The op's CPU kernel routes by itself (softmax over all experts, top k,
-// optionally renormalised over the k) and runs each expert's two GEMMs on
-// one thread, the experts spread over the threads: measured on 2 threads,
-// a 64-expert top-8 layer decodes about as fast as the dense MLP with the
-// same activated parameters, where the Scan's per-expert GEMVs scale badly
-// over threads, but prefill of 128 tokens is 3x slower than the Scan.
-// Hence the If (docs/decisions.md).
+// The op's CPU kernel runs each expert's two GEMMs on one thread and gives
+// each thread a contiguous range of experts: measured on 2 threads, a
+// 64-expert top-8 layer decodes about as fast as the dense MLP with the
+// same activated parameters only when its work is spread evenly, where the
+// Scan's per-expert GEMVs scale badly over threads, but prefill of 128
+// tokens is 3x slower than the Scan. Hence the If (docs/decisions.md).
 //
-// Matched: softmax routing with no selection bias, groups, hash table,
-// p-norm or norm floor (any routed scale, applied to the op's output); a
-// body silu(x Wg^T) * (x Wu^T) then Wd^T of per-expert ({e}) float
-// matrices, without biases; f32 or f16 activations; no scale_input. The
-// op reads the gate and up matrices as one [E, 2 I, D] stack whose rows
-// alternate (swiglu_fusion = 1; WeightPlan::useInterleavedStack) and the
-// down matrices as [E, D, I] (their checkpoint layout); the Scan body reads
-// the same stacks (one matmul for gate and up, then its even and odd rows),
-// so each weight is stored once.
+// So that two threads share every token's work, each expert is cut into
+// P = 2 parts along its intermediate dim (I / P gate and up rows, the
+// matching I / P columns of the down matrix) and the stacks hold the
+// parts part-major: the op sees P * E experts whose first E are every
+// expert's first half. The Scan steps over the same P * E blocks.
+//
+// The kernel's own routing (softmax, top k) is not used: it is handed the
+// route's choice as logits, log w at the k chosen experts (repeated for the
+// parts) and -inf elsewhere, so any route with positive weights maps onto
+// it (softmax, sigmoid, sqrt-softplus or sparsemixer scores, selection
+// bias, groups, p-norms, floors, routed scale; not hash tables), with the
+// same choice and ties as the Scan branch.
+//
+// Matched: such a route; a body silu(x Wg^T) * (x Wu^T) then Wd^T of
+// per-expert ({e}) float matrices, without biases; f32 or f16
+// activations; no scale_input. The op reads the gate and up matrices as
+// one [P * E, 2 I / P, D] stack whose rows alternate (swiglu_fusion = 1;
+// WeightPlan::useInterleavedStack) and the down matrices as [P * E, D,
+// I / P]; the Scan body reads the same stacks (one matmul for gate and up,
+// then its even and odd rows), so each weight is stored once.
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxContribSchemas.h"
 #include "emit/OnnxLowering.h"
 
 #include <cstring>
+#include <limits>
 
 namespace archc {
 
@@ -55,18 +66,19 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   const bool *scaleInput = op.optAttr<bool>("scale_input");
   if ((scaleInput && *scaleInput) || op.getNumOperands() != 3)
     return false;
-  // The router: both results of one softmax route.
+  // The router: both results of one route whose weights are positive
+  // (the op reads their logarithms), whose k experts are distinct (no hash
+  // table) and whose scale is positive.
   const ir::Op *route = op.getOperand(1)->getDefiningOp();
   if (!route || route->getKind() != OpKind::Route ||
       op.getOperand(2)->getDefiningOp() != route ||
       op.getOperand(1) != route->getResult(0) ||
       op.getOperand(2) != route->getResult(1))
     return false;
-  const double *normP = route->optAttr<double>("norm_p");
-  if (route->attr<std::string>("scoring") != "softmax" ||
-      route->operand("bias") || route->operand("table") ||
-      route->attr<int64_t>("groups") > 1 || (normP && *normP != 1.0) ||
-      route->optAttr<double>("norm_min"))
+  const std::string &scoring = route->attr<std::string>("scoring");
+  if ((scoring != "softmax" && scoring != "sigmoid" &&
+       scoring != "sqrtsoftplus" && scoring != "sparsemixer") ||
+      route->operand("table") || !(route->attr<double>("scale") > 0.0))
     return false;
   // The body: yield(silu(t Wg^T) * (t Wu^T) Wd^T), nothing else.
   const ir::Block &body = *op.getRegions()[0];
@@ -121,21 +133,28 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
     members.push_back(ir::instantiatePattern(gateName, -1, e));
     members.push_back(ir::instantiatePattern(upName, -1, e));
   }
-  f.fc1 =
-      weights.useInterleavedStack(stackedWeightName(gateName) + "+up", members,
-                                  2, f.gateParam->getResult()->type);
-  // The rows of fc1's product that are the gate's (even) and the up's
-  // (odd): outer constants, shared by the layers.
+  // Two parts per expert when its intermediate size allows: the kernel
+  // gives each thread a contiguous range of its experts, so with the parts
+  // stored part-major each of two threads holds one half of every expert
+  // (docs/decisions.md).
   int64_t inter =
       f.gateParam->getResult()->type.dims[0].getConstant().value_or(0);
+  f.parts = inter % 2 == 0 ? 2 : 1;
+  std::string suffix = f.parts > 1 ? "@" + std::to_string(f.parts) : "";
+  f.fc1 = weights.useInterleavedStack(
+      stackedWeightName(gateName) + "+up" + suffix, members, 2,
+      f.gateParam->getResult()->type, f.parts, 0);
+  // The rows of fc1's block product that are the gate's (even) and the
+  // up's (odd): outer constants, shared by the layers.
+  int64_t blockRows = inter / f.parts;
   std::string rows[2];
   for (int j = 0; j < 2; ++j) {
-    std::string bytes(static_cast<size_t>(inter) * 8, '\0');
-    for (int64_t r = 0; r < inter; ++r) {
+    std::string bytes(static_cast<size_t>(blockRows) * 8, '\0');
+    for (int64_t r = 0; r < blockRows; ++r) {
       int64_t v = 2 * r + j;
       std::memcpy(bytes.data() + r * 8, &v, 8);
     }
-    rows[j] = b.raw(bytes, onnx::TensorProto_DataType_INT64, {inter},
+    rows[j] = b.raw(bytes, onnx::TensorProto_DataType_INT64, {blockRows},
                     j ? "up_rows" : "gate_rows");
   }
   f.gateRows = rows[0];
@@ -144,40 +163,55 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   const std::string &downName = f.downParam->attr<std::string>("name");
   for (int64_t e = 0; e < count; ++e)
     downMembers.push_back(ir::instantiatePattern(downName, -1, e));
-  std::string fc2 =
-      weights.useStacked(stackedWeightName(downName), downMembers,
-                         f.downParam->getResult()->type, /*transposed=*/false);
+  f.fc2 = weights.useInterleavedStack(
+      stackedWeightName(downName) + suffix, downMembers, 1,
+      f.downParam->getResult()->type, f.parts, 1);
 
-  // One token: the MoE op, on the router's logits [N, E] in the
-  // activations' type.
-  int64_t experts =
-      f.route->getOperand(0)->type.dims.back().getConstant().value_or(0);
-  std::string logits =
-      b.node("Reshape", {in(f.route->getOperand(0)), b.i64({-1, experts})});
-  if (f.route->getOperand(0)->type.dtype != op.getOperand(0)->type.dtype)
-    logits = castTo(logits, act);
+  // One token: the MoE op. Its kernel routes by itself (softmax over its
+  // experts' logits, top k), so it is handed the route's own choice: the
+  // logarithms of the k weights at their experts, -inf elsewhere, repeated
+  // for the P parts; it then weights each of the P * k blocks w / (P * sum
+  // w), which the output's scale by P * sum w undoes.
+  std::string noExpert;
+  {
+    std::vector<float> inf(static_cast<size_t>(count),
+                           -std::numeric_limits<float>::infinity());
+    std::string bytes(reinterpret_cast<const char *>(inf.data()),
+                      inf.size() * sizeof(float));
+    noExpert = narrow(b.raw(bytes, onnx::TensorProto_DataType_FLOAT, {1, count},
+                            "no_expert"));
+  }
   std::string cond =
       b.node("Equal",
              {b.node("Shape", {x}, {OnnxAttr::integer("end", 1)}), b.i64({1})});
-  bool normalize = f.route->attr<bool>("normalize") ||
-                   f.route->attr<std::string>("order") == "topk_score";
-  double scale = f.route->attr<double>("scale");
 
   SavedCaches saved = saveCaches();
   onnx::GraphProto thenBranch, elseBranch;
   thenBranch.set_name(b.fresh("moe_one_token"));
   elseBranch.set_name(b.fresh("moe_tokens"));
   GraphBuilder::Target outer = b.retarget(thenBranch, thenBranch.name() + "_");
-  std::string y = b.nodeInDomain(
-      kContribDomain, "MoE", {x, logits, f.fc1, "", fc2},
-      {OnnxAttr::integer("k", k), OnnxAttr::str("activation_type", "swiglu"),
-       OnnxAttr::integer("normalize_routing_weights", normalize ? 1 : 0),
-       OnnxAttr::integer("swiglu_fusion", 1),
-       OnnxAttr::real("activation_alpha", 1.0f),
-       OnnxAttr::real("activation_beta", 0.0f)});
-  y = widen(y);
-  if (scale != 1.0)
-    y = b.node("Mul", {y, b.f32Scalar(static_cast<float>(scale))});
+  std::string w =
+      b.node("Reshape", {widen(in(op.getOperand(1))), b.i64({1, k})});
+  std::string chosen = b.node(
+      "ScatterElements",
+      {noExpert, b.node("Reshape", {in(op.getOperand(2)), b.i64({1, k})}),
+       narrow(b.node("Log", {w}))},
+      {OnnxAttr::integer("axis", 1)});
+  if (f.parts > 1)
+    chosen = b.node("Tile", {chosen, b.i64({1, f.parts})});
+  std::string y =
+      b.nodeInDomain(kContribDomain, "MoE", {x, chosen, f.fc1, "", f.fc2},
+                     {OnnxAttr::integer("k", k * f.parts),
+                      OnnxAttr::str("activation_type", "swiglu"),
+                      OnnxAttr::integer("normalize_routing_weights", 0),
+                      OnnxAttr::integer("swiglu_fusion", 1),
+                      OnnxAttr::real("activation_alpha", 1.0f),
+                      OnnxAttr::real("activation_beta", 0.0f)});
+  std::string total =
+      b.node("ReduceSum", {w, b.i64({1})}, {OnnxAttr::integer("keepdims", 1)});
+  if (f.parts > 1)
+    total = b.node("Mul", {total, b.f32Scalar(static_cast<float>(f.parts))});
+  y = b.node("Mul", {widen(y), total});
   addGraphOutput(thenBranch, y, onnx::TensorProto_DataType_FLOAT);
   b.restore(std::move(outer));
 

@@ -104,8 +104,13 @@ private:
     const ir::Op *route = nullptr;
     const ir::Op *gate = nullptr, *up = nullptr; ///< the two matmuls
     const ir::Op *gateParam = nullptr, *upParam = nullptr, *downParam = nullptr;
-    std::string fc1; ///< [E, 2 I, D] initializer, gate and up rows alternating
-    std::string gateRows, upRows; ///< int64 [I] constants: its even, odd rows
+    /// Blocks each expert is cut into along its intermediate dim (the
+    /// MoE op and the Scan see P * E experts of intermediate I / P).
+    int64_t parts = 1;
+    /// [P * E, 2 I / P, D] initializer, gate and up rows alternating, and
+    /// [P * E, D, I / P] down blocks (part-major: entry p * E + e).
+    std::string fc1, fc2;
+    std::string gateRows, upRows; ///< int64 [I / P]: fc1's even, odd rows
   };
   /// Set while the Scan body of a fused dispatch is lowered.
   const FusedExperts *fusedBody = nullptr;

@@ -187,18 +187,27 @@ WeightPlan::useStacked(const std::string &name,
 
 const std::string &WeightPlan::useInterleavedStack(
     const std::string &name, const std::vector<std::string> &members,
-    int64_t interleave, const ir::TensorType &memberType) {
+    int64_t interleave, const ir::TensorType &memberType, int64_t parts,
+    int axis) {
   assert(interleave >= 1 && memberType.rank() == 2 &&
          members.size() % static_cast<size_t>(interleave) == 0 &&
          "an interleaved stack has G matrices per slice");
+  assert(parts >= 1 && (axis == 0 || axis == 1) && "parts cut rows or columns");
   ir::TensorType t = memberType;
   t.dims[0] = t.dims[0] * ir::SymExpr(interleave);
-  t.dims.insert(t.dims.begin(),
-                ir::SymExpr(static_cast<int64_t>(members.size()) / interleave));
+  assert(t.dims[axis].getConstant().value_or(0) % parts == 0 &&
+         "parts divide the matrix");
+  if (parts > 1)
+    t.dims[axis] = ir::SymExpr(t.dims[axis].getConstant().value_or(0) / parts);
+  t.dims.insert(
+      t.dims.begin(),
+      ir::SymExpr(static_cast<int64_t>(members.size()) / interleave * parts));
   Entry &e = entryFor(name, t);
   e.members = members;
   e.memberType = memberType;
   e.interleave = interleave;
+  e.parts = parts;
+  e.partAxis = axis;
   return use(name, t);
 }
 
@@ -208,6 +217,7 @@ WeightPlan::Entry WeightPlan::memberEntry(const Entry &stacked,
   m.name = stacked.members[i];
   m.type = stacked.memberType;
   m.shape.assign(stacked.shape.begin() + 1, stacked.shape.end());
+  m.shape[static_cast<size_t>(stacked.partAxis)] *= stacked.parts;
   m.shape[0] /= stacked.interleave;
   if (stacked.membersTransposed)
     std::swap(m.shape[0], m.shape[1]);
@@ -364,10 +374,10 @@ bool WeightPlan::produceTransposed(const Entry &e, DiagnosticEngine &diags,
   return true;
 }
 
-template <typename Sink>
-bool WeightPlan::produceInterleaved(const Entry &stacked, size_t slice,
-                                    DiagnosticEngine &diags, WeightStats &stats,
-                                    Sink &&sink) const {
+bool WeightPlan::produceExpertMatrix(const Entry &stacked, size_t expert,
+                                     DiagnosticEngine &diags,
+                                     WeightStats &stats,
+                                     std::vector<uint8_t> &matrix) const {
   const size_t g = static_cast<size_t>(stacked.interleave);
   std::vector<std::vector<uint8_t>> parts(g);
   for (size_t j = 0; j < g; ++j) {
@@ -376,29 +386,64 @@ bool WeightPlan::produceInterleaved(const Entry &stacked, size_t slice,
       whole.insert(whole.end(), p, p + n);
       return true;
     };
-    if (!produceTensor(memberEntry(stacked, slice * g + j), diags, stats,
+    if (!produceTensor(memberEntry(stacked, expert * g + j), diags, stats,
                        collect))
       return false;
   }
-  // Row r of member j, in the order r, j (produceTensor counted the bytes).
-  const uint64_t rows = static_cast<uint64_t>(stacked.shape[1]) / g;
+  if (g == 1) {
+    matrix = std::move(parts[0]);
+    return true;
+  }
+  // Row r of member j at row r * G + j.
+  const uint64_t rows = static_cast<uint64_t>(memberEntry(stacked, 0).shape[0]);
   const uint64_t rowBytes = rows ? parts[0].size() / rows : 0;
+  matrix.clear();
+  matrix.reserve(parts[0].size() * g);
   for (uint64_t r = 0; r < rows; ++r)
     for (size_t j = 0; j < g; ++j)
-      if (!sink(parts[j].data() + r * rowBytes, rowBytes, diags))
+      matrix.insert(matrix.end(), parts[j].begin() + r * rowBytes,
+                    parts[j].begin() + (r + 1) * rowBytes);
+  return true;
+}
+
+template <typename Sink>
+bool WeightPlan::produceInterleaved(const Entry &stacked,
+                                    DiagnosticEngine &diags, WeightStats &stats,
+                                    Sink &&sink) const {
+  const size_t experts =
+      stacked.members.size() / static_cast<size_t>(stacked.interleave);
+  const uint64_t parts = static_cast<uint64_t>(stacked.parts);
+  // The block's [rows, cols] (one entry of the stack).
+  const uint64_t rows = static_cast<uint64_t>(stacked.shape[1]),
+                 cols = static_cast<uint64_t>(stacked.shape[2]);
+  const uint64_t es = ir::dtypeBits(stacked.type.dtype) / 8;
+  std::vector<uint8_t> matrix;
+  for (uint64_t p = 0; p < parts; ++p)
+    for (size_t e = 0; e < experts; ++e) {
+      // Blocks after the first re-produce the expert: counted once.
+      WeightStats again;
+      if (!produceExpertMatrix(stacked, e, diags, p ? again : stats, matrix))
         return false;
+      if (stacked.partAxis == 0) {
+        if (!sink(matrix.data() + p * rows * cols * es, rows * cols * es,
+                  diags))
+          return false;
+        continue;
+      }
+      // Columns [p * cols, (p + 1) * cols) of every row.
+      for (uint64_t r = 0; r < rows; ++r)
+        if (!sink(matrix.data() + (r * parts + p) * cols * es, cols * es,
+                  diags))
+          return false;
+    }
   return true;
 }
 
 template <typename Sink>
 bool WeightPlan::producePlain(const Entry &e, DiagnosticEngine &diags,
                               WeightStats &stats, Sink &&sink) const {
-  if (e.interleave > 1) {
-    for (size_t s = 0; s < e.members.size() / e.interleave; ++s)
-      if (!produceInterleaved(e, s, diags, stats, sink))
-        return false;
-    return true;
-  }
+  if (e.interleave > 1 || e.parts > 1)
+    return produceInterleaved(e, diags, stats, sink);
   if (!e.members.empty()) {
     // A stacked tensor: its members' data one after the other, each
     // streamed in chunks like a tensor of its own (or, for a transposed

@@ -92,10 +92,17 @@ public:
   /// Runtime's MoE reads SwiGLU experts so (gate and up rows alternating,
   /// swiglu_fusion = 1). One expert's G members are held in memory while
   /// they are interleaved. Returns the initializer name.
+  ///
+  /// With `parts` P > 1 each expert's (interleaved) matrix is cut into P
+  /// equal blocks along `axis` (0: rows, 1: columns) and the stack holds
+  /// the P * E blocks part-major, [P * E, ...]: entry p * E + e is block p
+  /// of expert e. An expert's matrix is then produced P times (once per
+  /// block), still one expert in memory at a time.
   const std::string &
   useInterleavedStack(const std::string &name,
                       const std::vector<std::string> &members,
-                      int64_t interleave, const ir::TensorType &memberType);
+                      int64_t interleave, const ir::TensorType &memberType,
+                      int64_t parts = 1, int axis = 0);
 
   /// Registers the quantized form of a weight read as a matrix of
   /// `layout.rows` outputs by `layout.cols` inputs (per expert), `inOut`
@@ -167,6 +174,9 @@ private:
     bool membersTransposed = false; ///< [E, in, out] of [out, in] members
     /// Members per slice whose rows alternate (1: one member per slice).
     int64_t interleave = 1;
+    /// Blocks per expert matrix, stored part-major (useInterleavedStack).
+    int64_t parts = 1;
+    int partAxis = 0; ///< the axis the blocks cut
     /// A 2-D [out, in] tensor (`shape`, as the checkpoint holds it) whose
     /// initializer is its transpose, [in, out].
     bool transposed = false;
@@ -200,12 +210,15 @@ private:
   template <typename Sink>
   bool produceTransposed(const Entry &e, DiagnosticEngine &diags,
                          WeightStats &stats, Sink &&sink) const;
-  /// One slice of an interleaved stack: its members produced whole, then
-  /// written with their rows alternating.
+  /// One expert's matrix of an interleaved or part-major stack, produced
+  /// whole into `matrix` with its members' rows alternating.
+  bool produceExpertMatrix(const Entry &stacked, size_t expert,
+                           DiagnosticEngine &diags, WeightStats &stats,
+                           std::vector<uint8_t> &matrix) const;
+  /// An interleaved or part-major stack, expert matrix by expert matrix.
   template <typename Sink>
-  bool produceInterleaved(const Entry &stacked, size_t slice,
-                          DiagnosticEngine &diags, WeightStats &stats,
-                          Sink &&sink) const;
+  bool produceInterleaved(const Entry &stacked, DiagnosticEngine &diags,
+                          WeightStats &stats, Sink &&sink) const;
   template <typename Sink>
   bool producePlain(const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
                     Sink &&sink) const;

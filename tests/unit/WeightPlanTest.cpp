@@ -187,6 +187,44 @@ TEST(WeightPlan, InterleavedStackAlternatesTheRowsOfEachExpertsMembers) {
         EXPECT_EQ(halfToFloat(h), want) << e << " " << row << " " << c;
       }
 
+  // Part-major: each expert's interleaved [4, 3] matrix cut into two row
+  // blocks, entry p * 2 + e = rows [2p, 2p + 2) of expert e: row q of the
+  // block is member q of the pair, its row p.
+  WeightPlan rows(WeightSource::Checkpoint, &ckpt, 0);
+  rows.useInterleavedStack("w", {"g0", "u0", "g1", "u1"}, 2,
+                           matrix(ir::DType::F32, 2, 3), 2, 0);
+  ASSERT_TRUE(rows.validate(diags, path));
+  EXPECT_EQ(rows.totalBytes(), 2u * 4 * 3 * 4);
+  Written r = embedOne(rows);
+  EXPECT_EQ(r.dims, (std::vector<int64_t>{4, 2, 3}));
+  ASSERT_EQ(r.bytes.size(), 4u * 2 * 3 * 4);
+  for (int p = 0; p < 2; ++p)
+    for (int e = 0; e < 2; ++e)
+      for (int q = 0; q < 2; ++q)
+        for (int c = 0; c < 3; ++c) {
+          float got;
+          std::memcpy(&got, &r.bytes[(((p * 2 + e) * 2 + q) * 3 + c) * 4], 4);
+          EXPECT_EQ(got, static_cast<float>((e * 2 + q) * 10 + p * 3 + c))
+              << p << " " << e << " " << q << " " << c;
+        }
+  // Column blocks of plain members: g0 and g1 [2, 3] cut into three
+  // columns, entry p * 2 + e = column p of expert e, [2, 1].
+  WeightPlan cols(WeightSource::Checkpoint, &ckpt, 0);
+  cols.useInterleavedStack("w", {"g0", "g1"}, 1, matrix(ir::DType::F32, 2, 3),
+                           3, 1);
+  ASSERT_TRUE(cols.validate(diags, path, /*reportUnused=*/false));
+  Written c = embedOne(cols);
+  EXPECT_EQ(c.dims, (std::vector<int64_t>{6, 2, 1}));
+  ASSERT_EQ(c.bytes.size(), 6u * 2 * 4);
+  for (int p = 0; p < 3; ++p)
+    for (int e = 0; e < 2; ++e)
+      for (int row = 0; row < 2; ++row) {
+        float got;
+        std::memcpy(&got, &c.bytes[((p * 2 + e) * 2 + row) * 4], 4);
+        EXPECT_EQ(got, static_cast<float>(e * 2 * 10 + row * 3 + p))
+            << p << " " << e << " " << row;
+      }
+
   // A member the checkpoint lacks is reported by its own name.
   DiagnosticEngine captured(sm);
   captured.setCapture(true);
