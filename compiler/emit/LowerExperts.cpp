@@ -37,7 +37,7 @@
 // codes through its own initializer) keep the unrolled form: one copy of
 // the body per expert, each over the tokens that selected it.
 //
-// With --target=ort, a softmax-routed SwiGLU layer is first offered to
+// With --target=ort, a SwiGLU layer with a positive-weight route is offered to
 // LowerFusedMoe.cpp (ONNX Runtime's MoE op for one token, this Scan on its
 // interleaved gate/up stack for more).
 //
