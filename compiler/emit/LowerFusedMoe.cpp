@@ -101,7 +101,6 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
     const ir::Op *gate = silu->getOperand(0)->getDefiningOp();
     if (!isTokenMatmul(gate, t) || gate == up)
       continue;
-    f.route = route;
     f.gate = gate;
     f.up = up;
     f.gateParam = gate->getOperand(1)->getDefiningOp();

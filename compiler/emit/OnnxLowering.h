@@ -98,10 +98,9 @@ private:
   std::vector<ScanInput> scanInputs; ///< in order
   OnnxTarget target; ///< --target: portable ONNX or ONNX Runtime
   /// A SwiGLU expert dispatch run by ONNX Runtime's MoE op (see
-  /// LowerFusedMoe.cpp): its router and the body's ops whose gate and up
-  /// matrices are one interleaved stack `fc1`.
+  /// LowerFusedMoe.cpp): the body's ops whose gate and up matrices are
+  /// one interleaved stack `fc1`, and the part-major stacks it reads.
   struct FusedExperts {
-    const ir::Op *route = nullptr;
     const ir::Op *gate = nullptr, *up = nullptr; ///< the two matmuls
     const ir::Op *gateParam = nullptr, *upParam = nullptr, *downParam = nullptr;
     /// Blocks each expert is cut into along its intermediate dim (the
