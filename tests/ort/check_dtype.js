@@ -6,7 +6,7 @@
 // cache reproduces HF's tokens wherever HF's top-1/top-2 gap exceeds twice
 // that tolerance.
 // Usage: check_dtype.js --archc BIN --arch FILE.arch --case DIR --work DIR
-//                       --dtype f16 --rel-tol R
+//                       --dtype f16 --rel-tol R [--target portable|ort]
 // Exit 0 = pass, 1 = fail, 77 = fixture folder absent (skipped).
 'use strict';
 const fs = require('fs');
@@ -26,7 +26,8 @@ async function main() {
   fs.mkdirSync(a.work, { recursive: true });
   const model = path.join(a.work, 'model.onnx');
   execFileSync(a.archc, [a.arch, '--config', path.join(a.case, 'config.json'), '-emit=onnx',
-    '--weights', path.join(a.case, 'model.safetensors'), `--dtype=${a.dtype}`, '-o', model],
+    '--weights', path.join(a.case, 'model.safetensors'), `--dtype=${a.dtype}`,
+    `--target=${a.target || 'portable'}`, '-o', model],
   { stdio: ['ignore', 'inherit', 'inherit'] });
   const exp = readSafetensors(path.join(a.case, 'expected.safetensors')).tensors;
   const ids = exp.input_ids, ref = exp.logits;
