@@ -62,15 +62,24 @@ int produceOutputsInPlace(onnx::GraphProto &graph) {
     to[x] = y;
     dropped.insert(i);
   }
-  if (to.empty())
-    return 0;
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
-  for (int i = 0; i < graph.node_size(); ++i)
-    if (!dropped.count(i))
-      *kept.Add() = std::move(*graph.mutable_node(i));
-  graph.mutable_node()->Swap(&kept);
-  renameValues(graph, to);
-  return static_cast<int>(dropped.size());
+  int removed = static_cast<int>(dropped.size());
+  if (!to.empty()) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+    for (int i = 0; i < graph.node_size(); ++i)
+      if (!dropped.count(i))
+        *kept.Add() = std::move(*graph.mutable_node(i));
+    graph.mutable_node()->Swap(&kept);
+    renameValues(graph, to);
+  }
+  // Loop, Scan and If bodies return their results the same way.
+  for (auto &node : *graph.mutable_node())
+    for (auto &attr : *node.mutable_attribute()) {
+      if (attr.has_g())
+        removed += produceOutputsInPlace(*attr.mutable_g());
+      for (auto &g : *attr.mutable_graphs())
+        removed += produceOutputsInPlace(g);
+    }
+  return removed;
 }
 
 } // namespace archc

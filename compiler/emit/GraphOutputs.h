@@ -26,7 +26,9 @@ void renameValues(onnx::GraphProto &graph,
 /// output and whose `x` is computed by a node of `graph` and is neither a
 /// graph input, an initializer nor itself a graph output: `x` is renamed to
 /// the output's name everywhere (nodes of nested subgraphs included), so
-/// the producer writes the output directly. Returns the number removed.
+/// the producer writes the output directly. The same in every subgraph
+/// (Loop, Scan, If bodies) against its own outputs. Returns the number
+/// removed.
 int produceOutputsInPlace(onnx::GraphProto &graph);
 
 } // namespace archc

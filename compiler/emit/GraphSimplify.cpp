@@ -1,6 +1,7 @@
 //===- GraphSimplify.cpp - Chain folding and dead nodes -------------------===//
 //
-// This file implements foldViewChains and removeDeadNodes. Constant shape
+// This file implements foldViewChains, hoistSubgraphConstants and
+// removeDeadNodes. Constant shape
 // tensors are read from the graph's Constant nodes (how the builder emits
 // them) and initializers.
 //
@@ -160,10 +161,18 @@ private:
   }
 
   int foldTranspose(Node &outer) {
+    // A Transpose of an identity pair reads the pair's source (and may
+    // then fold with the Transpose before it).
+    int rewired = 0;
+    for (auto it = direct.find(outer.input(0)); it != direct.end();
+         it = direct.find(outer.input(0))) {
+      outer.set_input(0, it->second);
+      rewired = 1;
+    }
     const Node *first = inner(outer.input(0), "Transpose");
     const onnx::AttributeProto *p2 = attribute(outer, "perm");
     if (!first || !p2)
-      return 0;
+      return rewired;
     const onnx::AttributeProto *p1 = attribute(*first, "perm");
     if (!p1 || p1->ints_size() != p2->ints_size())
       return 0;
@@ -252,6 +261,42 @@ int foldViewChains(Graph &graph) {
   int folded = ChainFolder(graph).run();
   forEachSubgraph(graph, foldViewChains, folded);
   return folded;
+}
+
+int hoistSubgraphConstants(Graph &graph) {
+  int hoisted = 0;
+  google::protobuf::RepeatedPtrField<Node> lifted;
+  for (auto &n : *graph.mutable_node())
+    for (auto &a : *n.mutable_attribute()) {
+      std::vector<Graph *> subgraphs;
+      if (a.has_g())
+        subgraphs.push_back(a.mutable_g());
+      for (auto &sg : *a.mutable_graphs())
+        subgraphs.push_back(&sg);
+      for (Graph *sg : subgraphs) {
+        // Innermost first: a nested body's constants reach this level.
+        hoisted += hoistSubgraphConstants(*sg);
+        std::set<std::string> outputs;
+        for (const auto &vi : sg->output())
+          outputs.insert(vi.name());
+        google::protobuf::RepeatedPtrField<Node> kept;
+        for (auto &inner : *sg->mutable_node()) {
+          bool movable = inner.op_type() == "Constant" &&
+                         inner.domain().empty() && inner.output_size() == 1 &&
+                         !outputs.count(inner.output(0));
+          *(movable ? lifted.Add() : kept.Add()) = std::move(inner);
+          hoisted += movable;
+        }
+        sg->mutable_node()->Swap(&kept);
+      }
+    }
+  if (lifted.empty())
+    return hoisted;
+  // Constants read nothing, so they may lead the graph.
+  for (auto &n : *graph.mutable_node())
+    *lifted.Add() = std::move(n);
+  graph.mutable_node()->Swap(&lifted);
+  return hoisted;
 }
 
 int removeDeadNodes(Graph &graph) {

@@ -1,9 +1,10 @@
 //===- GraphSimplify.h - Chain folding and dead nodes -----------*- C++ -*-===//
 //
-// This file declares two clean-ups of an emitted ONNX graph: folding chains
-// of Reshapes and of Transposes into one node (the views the lowering
-// stacks up between a matmul and the next op), and removing nodes whose
-// outputs nothing reads.
+// This file declares three clean-ups of an emitted ONNX graph: folding
+// chains of Reshapes and of Transposes into one node (the views the
+// lowering stacks up between a matmul and the next op), moving subgraph
+// constants out of their bodies, and removing nodes whose outputs nothing
+// reads.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_EMIT_GRAPHSIMPLIFY_H
@@ -22,6 +23,14 @@ namespace archc {
 /// The inner nodes are left for removeDeadNodes. Applies to subgraphs too.
 /// Returns the number of nodes rewired.
 int foldViewChains(onnx::GraphProto &graph);
+
+/// Moves the Constant nodes of every subgraph (Loop, Scan and If bodies,
+/// nested ones included) into the graph that holds the subgraph's node,
+/// where a subgraph still sees them as outer-scope values and the graph's
+/// common-subexpression pass can merge the copies each layer's body makes.
+/// A constant that is itself a subgraph output stays. Returns the number
+/// of nodes moved.
+int hoistSubgraphConstants(onnx::GraphProto &graph);
 
 /// Removes the nodes of `graph` none of whose outputs is a graph output or
 /// read by a later node (subgraph references included), and the same in

@@ -338,6 +338,7 @@ bool OnnxLowering::run() {
   // Stacked views folded, per-layer copies of the same derived values
   // computed once, and what that leaves unread removed.
   foldViewChains(b.proto());
+  hoistSubgraphConstants(b.proto());
   eliminateCommonSubexpressions(b.proto());
   removeDeadNodes(b.proto());
   return true;

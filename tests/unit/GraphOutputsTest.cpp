@@ -86,3 +86,26 @@ TEST(GraphOutputs, SubgraphReferencesAreRenamed) {
   EXPECT_EQ(g.node(0).output(0), "y");
   EXPECT_EQ(g.node(1).attribute(0).g().node(0).input(1), "y");
 }
+
+TEST(GraphOutputs, BodiesWriteTheirOutputsInPlace) {
+  // Loop body: out = Identity(d) becomes d's producer writing out; the
+  // condition passed through from the body's input keeps its Identity.
+  onnx::GraphProto g;
+  g.add_input()->set_name("x");
+  g.add_output()->set_name("y");
+  onnx::NodeProto *loop = addNode(g, "Loop", {"", "", "x"}, {"y"});
+  onnx::AttributeProto *body = loop->add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto &b = *body->mutable_g();
+  for (const char *in : {"i", "cond", "c"})
+    b.add_input()->set_name(in);
+  addNode(b, "Neg", {"c"}, {"d"});
+  addNode(b, "Identity", {"cond"}, {"cond_out"});
+  addNode(b, "Identity", {"d"}, {"out"});
+  b.add_output()->set_name("cond_out");
+  b.add_output()->set_name("out");
+  EXPECT_EQ(produceOutputsInPlace(g), 1);
+  EXPECT_EQ(countOps(b, "Identity"), 1);
+  EXPECT_EQ(b.node(0).output(0), "out");
+}

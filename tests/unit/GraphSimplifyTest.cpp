@@ -2,9 +2,10 @@
 //
 // Unit tests of foldViewChains (Reshape chains: literal outer shapes, 0
 // entries resolved through a constant inner shape, chains left alone where
-// the result could differ; Transpose chains composed, identities dropped)
-// and removeDeadNodes (unread nodes go, subgraph reads and outputs keep
-// theirs).
+// the result could differ; Transpose chains composed, identities dropped,
+// also behind an identity pair), hoistSubgraphConstants (nested bodies
+// included, body outputs kept) and removeDeadNodes (unread nodes go, subgraph
+// reads and outputs keep theirs).
 //
 //===----------------------------------------------------------------------===//
 #include "emit/GraphSimplify.h"
@@ -138,4 +139,56 @@ TEST(GraphSimplify, SubgraphReadsAndOutputsStayLive) {
   EXPECT_EQ(removeDeadNodes(g), 2); // unread, and dead in the body
   EXPECT_NE(producerOf(g, "read_by_body"), nullptr);
   EXPECT_EQ(body->g().node_size(), 1);
+}
+
+TEST(GraphSimplify, TransposeAfterAnIdentityPairFoldsToTheSource) {
+  // t3(t2(t1(x))) with t2 . t1 the identity: t3 reads x directly.
+  onnx::GraphProto g;
+  g.add_input()->set_name("x");
+  g.add_output()->set_name("y");
+  setInts(addNode(g, "Transpose", {"x"}, {"t1"}), "perm", {0, 2, 1, 3});
+  setInts(addNode(g, "Transpose", {"t1"}, {"t2"}), "perm", {0, 2, 1, 3});
+  setInts(addNode(g, "Transpose", {"t2"}, {"t3"}), "perm", {0, 1, 3, 2});
+  addNode(g, "Neg", {"t3"}, {"y"});
+  foldViewChains(g);
+  const onnx::NodeProto *t3 = producerOf(g, "t3");
+  EXPECT_EQ(t3->input(0), "x");
+  EXPECT_EQ(std::vector<int64_t>(t3->attribute(0).ints().begin(),
+                                 t3->attribute(0).ints().end()),
+            (std::vector<int64_t>{0, 1, 3, 2}));
+  EXPECT_EQ(removeDeadNodes(g), 2); // t1 and t2
+}
+
+TEST(GraphSimplify, SubgraphConstantsMoveToTheOuterGraph) {
+  onnx::GraphProto g;
+  g.add_input()->set_name("x");
+  g.add_output()->set_name("y");
+  addNode(g, "Neg", {"x"}, {"n"});
+  onnx::NodeProto *loop = addNode(g, "Loop", {"", "", "n"}, {"y"});
+  onnx::AttributeProto *body = loop->add_attribute();
+  body->set_name("body");
+  body->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto &b = *body->mutable_g();
+  addShape(b, "axes", {-1});
+  addShape(b, "returned", {3}); // a body output: stays in the body
+  addNode(b, "ReduceSum", {"c", "axes"}, {"s"});
+  // A nested body's constant reaches the outer graph too.
+  onnx::NodeProto *inner = addNode(b, "Loop", {"", "", "s"}, {"out"});
+  onnx::AttributeProto *innerBody = inner->add_attribute();
+  innerBody->set_name("body");
+  innerBody->set_type(onnx::AttributeProto::GRAPH);
+  addShape(*innerBody->mutable_g(), "deep", {7});
+  addNode(*innerBody->mutable_g(), "Add", {"c2", "deep"}, {"o2"});
+  innerBody->mutable_g()->add_output()->set_name("o2");
+  b.add_output()->set_name("out");
+  b.add_output()->set_name("returned");
+  EXPECT_EQ(hoistSubgraphConstants(g), 3); // deep twice (two levels), axes
+  EXPECT_NE(producerOf(g, "axes"), nullptr);
+  EXPECT_NE(producerOf(g, "deep"), nullptr);
+  EXPECT_EQ(producerOf(b, "axes"), nullptr);
+  EXPECT_NE(producerOf(b, "returned"), nullptr);
+  EXPECT_EQ(innerBody->g().node_size(), 1);
+  // The constants lead the graph, ahead of the nodes that read them.
+  EXPECT_EQ(g.node(0).op_type(), "Constant");
+  EXPECT_EQ(g.node(g.node_size() - 1).op_type(), "Loop");
 }
