@@ -3,10 +3,11 @@
 // This file lowers the attention family:
 //   rope:      cos/sin computed once per rotary configuration from
 //              position_ids and the inverse frequencies (run-time choice for
-//              dynamic and longrope scaling); x * cos + swap(x) * sin with
-//              the halves (half-split) or the pair members (interleaved)
-//              swapped, the sign folded into the sin table; partial rotary
-//              dims pass through (cos 1, sin 0).
+//              dynamic and longrope scaling) as cos and sin of signed angles
+//              over the whole head; x * cos + swap(x) * sin with the halves
+//              swapped (half-split: Split, Concat) or the pair members
+//              (interleaved: a matmul by the swap permutation), the sign in
+//              the sin table; partial rotary dims pass through (angle 0).
 //   cache:     new keys/values are moved to the [batch, heads, seq, d]
 //              storage layout and appended to the past state (Concat); the
 //              result is the present state.
@@ -98,57 +99,59 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
         invFreq = b.node("Pow", {base, b.f32(expo, {half})});
       }
     }
-    // freqs [batch, seq, half] = position * inv_freq
-    std::string freqs =
-        b.node("Mul", {b.node("Unsqueeze", {posF, b.i64({-1})}), invFreq});
-    if (multiAxis)
-      freqs = mropeFrequencies(op, freqs, half);
-    cosT = b.node("Cos", {freqs});
-    sinT = b.node("Sin", {freqs});
-    if (tables.attentionFactor != 1.0) {
-      std::string f = b.f32Scalar(static_cast<float>(tables.attentionFactor));
-      cosT = b.node("Mul", {cosT, f});
-      sinT = b.node("Mul", {sinT, f});
-    }
-    // Tables over the whole head, the sign of the rotation folded into sin
-    // and the pass-through dims (partial rotary) multiplied by 1 and 0, so
-    // one rotation is x * cos + swap(x) * sin, exactly. Half-split: cos is
-    // [c, c, 1...], sin [-s, s, 0...], swap exchanges the halves.
-    // Interleaved: cos is [c0, c0, c1, c1, ..., 1...], sin [-s0, s0, -s1,
-    // s1, ..., 0...], swap exchanges the members of each pair.
-    std::string negSin = b.node("Neg", {sinT});
-    std::vector<std::string> cosParts, sinParts;
-    if (interleaved) {
-      auto pairUp = [&](const std::string &even, const std::string &odd) {
-        return b.node("Reshape",
-                      {b.node("Concat",
-                              {b.node("Unsqueeze", {even, b.i64({-1})}),
-                               b.node("Unsqueeze", {odd, b.i64({-1})})},
-                              {OnnxAttr::integer("axis", -1)}),
-                       b.i64({0, 0, rot})});
-      };
-      cosParts = {pairUp(cosT, cosT)};
-      sinParts = {pairUp(negSin, sinT)};
-    } else {
-      cosParts = {cosT, cosT};
-      sinParts = {negSin, sinT};
-    }
-    if (rot != headDim) {
-      std::string lead =
-          b.node("Slice", {b.node("Shape", {freqs}), b.i64({0}), b.i64({-1})});
-      std::string passShape = b.node("Concat", {lead, b.i64({headDim - rot})},
-                                     {OnnxAttr::integer("axis", 0)});
-      cosParts.push_back(b.node("Expand", {b.f32Scalar(1.0f), passShape}));
-      sinParts.push_back(b.node("Expand", {b.f32Scalar(0.0f), passShape}));
-    }
-    auto joined = [&](const std::vector<std::string> &parts) {
-      return parts.size() == 1
-                 ? parts[0]
-                 : b.node("Concat", parts, {OnnxAttr::integer("axis", -1)});
+    // Angles over the whole head, the sign of the rotation folded in:
+    // cos is even and sin odd, so cos(angles) and sin(angles) are the two
+    // tables directly, and a pass-through dim (partial rotary) has angle 0,
+    // cos 1 and sin 0, so one rotation is x * cos + swap(x) * sin, exactly.
+    // Half-split: angles [-a, a, 0...] (a = position * inv_freq), swap
+    // exchanges the halves. Interleaved: [-a0, a0, -a1, a1, ..., 0...],
+    // swap exchanges the members of each pair.
+    // The two dims frequency i rotates; the first takes the minus sign.
+    auto pairOf = [&](int64_t i) {
+      return interleaved ? std::pair<size_t, size_t>(2 * i, 2 * i + 1)
+                         : std::pair<size_t, size_t>(i, i + half);
     };
+    bool constantFreqs =
+        tables.type != "dynamic" && tables.type != "longrope" && !multiAxis;
+    std::string angles;
+    std::string posCol = b.node("Unsqueeze", {posF, b.i64({-1})});
+    if (constantFreqs) {
+      std::vector<float> signedFreq(static_cast<size_t>(headDim), 0.0f);
+      for (int64_t i = 0; i < half; ++i) {
+        auto [first, second] = pairOf(i);
+        signedFreq[first] = -tables.invFreq[static_cast<size_t>(i)];
+        signedFreq[second] = tables.invFreq[static_cast<size_t>(i)];
+      }
+      angles = b.node("Mul", {posCol, b.f32(signedFreq, {headDim})});
+    } else {
+      // freqs [batch, seq, half] = position * inv_freq, spread over the
+      // head by a [half, head dim] matrix of +-1 and 0 (exact: one term).
+      std::string freqs = b.node("Mul", {posCol, invFreq});
+      if (multiAxis)
+        freqs = mropeFrequencies(op, freqs, half);
+      std::vector<float> spread(static_cast<size_t>(half * headDim), 0.0f);
+      for (int64_t i = 0; i < half; ++i) {
+        auto [first, second] = pairOf(i);
+        size_t row = static_cast<size_t>(i * headDim);
+        spread[row + first] = -1.0f;
+        spread[row + second] = 1.0f;
+      }
+      angles = b.node("MatMul", {freqs, b.f32(spread, {half, headDim})});
+    }
+    cosT = b.node("Cos", {angles});
+    sinT = b.node("Sin", {angles});
+    if (tables.attentionFactor != 1.0) {
+      float f = static_cast<float>(tables.attentionFactor);
+      // Pass-through dims keep cos 1.
+      std::vector<float> cosScale(static_cast<size_t>(headDim), 1.0f);
+      std::fill(cosScale.begin(), cosScale.begin() + rot, f);
+      cosT = b.node("Mul", {cosT, rot == headDim ? b.f32Scalar(f)
+                                                 : b.f32(cosScale, {headDim})});
+      sinT = b.node("Mul", {sinT, b.f32Scalar(f)});
+    }
     // Broadcast over heads: [batch, seq, 1, head dim].
-    cosT = narrow(b.node("Unsqueeze", {joined(cosParts), b.i64({2})}));
-    sinT = narrow(b.node("Unsqueeze", {joined(sinParts), b.i64({2})}));
+    cosT = narrow(b.node("Unsqueeze", {cosT, b.i64({2})}));
+    sinT = narrow(b.node("Unsqueeze", {sinT, b.i64({2})}));
     ropeCache[key] = {cosT, sinT};
   }
 
@@ -164,20 +167,14 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
     std::swap(parts[0], parts[1]);
     swapped = b.node("Concat", parts, {OnnxAttr::integer("axis", -1)});
   } else {
-    // [x1, x0, x3, x2, ..., pass].
-    std::vector<std::string> parts =
-        rot == headDim ? std::vector<std::string>{x}
-                       : b.nodeN("Split", {x, b.i64({rot, headDim - rot})},
-                                 {OnnxAttr::integer("axis", 3)}, 2);
-    std::vector<std::string> pair = b.nodeN(
-        "Split", {b.node("Reshape", {parts[0], b.i64({0, 0, 0, half, 2})})},
-        {OnnxAttr::integer("axis", 4)}, 2);
-    parts[0] = b.node("Reshape", {b.node("Concat", {pair[1], pair[0]},
-                                         {OnnxAttr::integer("axis", -1)}),
-                                  b.i64({0, 0, 0, rot})});
-    swapped = parts.size() == 1
-                  ? parts[0]
-                  : b.node("Concat", parts, {OnnxAttr::integer("axis", -1)});
+    // [x1, x0, x3, x2, ..., 0...]: one matmul by the pair-swap permutation
+    // (exact: each output is one input times 1; pass-through dims give 0,
+    // which the sin table's 0 multiplies anyway).
+    std::vector<float> perm(static_cast<size_t>(headDim * headDim), 0.0f);
+    for (int64_t i = 0; i < rot; ++i)
+      perm[static_cast<size_t>((i ^ 1) * headDim + i)] = 1.0f;
+    swapped = b.node("MatMul",
+                     {x, narrowTo(b.f32(perm, {headDim, headDim}), xt.dtype)});
   }
   std::string rotated =
       b.node("Add", {b.node("Mul", {x, cosT}), b.node("Mul", {swapped, sinT})});
@@ -442,7 +439,7 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
   scores = b.node("Where", {allowed, scores, b.f32Scalar(-FLT_MAX)});
   // Extra keys at the same positions (compressed entries): causal and
   // padding masks without the window, and the op's extra mask.
-  std::string extraV, keyLen;
+  std::string extraV, keyLen, extraLen;
   if (const ir::Value *ek = op.operand("extra_k")) {
     const ir::Value *ev = op.operand("extra_v");
     extraV = storageOf(ev);
@@ -462,8 +459,14 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
       seen = b.node("And", {seen, b.node("Unsqueeze", {in(em), b.i64(axes)})});
     }
     extra = b.node("Where", {seen, extra, b.f32Scalar(-FLT_MAX)});
-    keyLen = b.node(
-        "Slice", {b.node("Shape", {scores}), b.i64({-1}), b.i64({INT64_MAX})});
+    keyLen = dimTensor(dims.total);
+    if (keyLen.empty())
+      keyLen = b.node("Slice", {b.node("Shape", {scores}), b.i64({-1}),
+                                b.i64({INT64_MAX})});
+    extraLen = dimTensor(extraDims.total);
+    if (extraLen.empty())
+      extraLen = b.node(
+          "Slice", {b.node("Shape", {extra}), b.i64({-1}), b.i64({INT64_MAX})});
     scores = b.node("Concat", {scores, extra}, {OnnxAttr::integer("axis", -1)});
   }
   std::string probs;
@@ -472,11 +475,14 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
     std::string sinks = widen(in(sinkValue));
     std::string sink5 =
         b.node("Reshape", {sinks, b.i64({1, hk, groups, 1, 1})});
-    std::string shape = b.node("Shape", {scores});
     std::string sinkShape =
-        b.node("Concat",
-               {b.node("Slice", {shape, b.i64({0}), b.i64({-1})}), b.i64({1})},
-               {OnnxAttr::integer("axis", 0)});
+        sharedShape({dims.batch, hk, groups, dims.seq, ir::SymExpr(1)});
+    if (sinkShape.empty())
+      sinkShape = b.node("Concat",
+                         {b.node("Slice", {b.node("Shape", {scores}),
+                                           b.i64({0}), b.i64({-1})}),
+                          b.i64({1})},
+                         {OnnxAttr::integer("axis", 0)});
     std::string col = b.node("Expand", {sink5, sinkShape});
     std::string all =
         b.node("Concat", {scores, col}, {OnnxAttr::integer("axis", -1)});
@@ -489,7 +495,7 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
   if (!extraV.empty()) {
     std::vector<std::string> parts =
         b.nodeN("Split",
-                {probs, b.node("Concat", {keyLen, keyLen},
+                {probs, b.node("Concat", {keyLen, extraLen},
                                {OnnxAttr::integer("axis", 0)})},
                 {OnnxAttr::integer("axis", -1)}, 2);
     GroupedDims extraDims = dims;

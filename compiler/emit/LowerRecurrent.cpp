@@ -204,9 +204,14 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
   std::string ape = f32(op.getOperand(2));
   std::string cur =
       b.node("Concat", {kv, gate}, {OnnxAttr::integer("axis", -1)});
-  std::string shape = b.node("Shape", {kv});
-  std::string batch = b.node("Slice", {shape, b.i64({0}), b.i64({1})});
-  std::string seq = b.node("Slice", {shape, b.i64({1}), b.i64({2})});
+  // Batch and new tokens from the graph's symbols (shared by every layer,
+  // so the window indices and counts below are built once), else from kv.
+  std::string batch = dimTensor(kt.dims[0]), seq = dimTensor(kt.dims[1]);
+  if (batch.empty() || seq.empty()) {
+    std::string shape = b.node("Shape", {kv});
+    batch = b.node("Slice", {shape, b.i64({0}), b.i64({1})});
+    seq = b.node("Slice", {shape, b.i64({1}), b.i64({2})});
+  }
   std::string state;
   if (const ir::Value *past = op.operand("past")) {
     state = in(past);
@@ -262,23 +267,20 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
                       b.i64({0})})}); // [S, W]
   std::string win =
       b.node("Gather", {full, idx}, {OnnxAttr::integer("axis", 1)});
-  std::string kvW =
-      b.node("Slice", {win, b.i64({0}), b.i64({channels}), b.i64({3})});
-  std::string gW =
-      b.node("Slice", {win, b.i64({channels}), b.i64({2 * channels}),
-                       b.i64({3})}); // [B, S, W, C]
+  // win [B, S, W, 2C]: kv channels, then gate channels.
   std::string values, gates;
   if (overlap) {
     int64_t d = channels / 2;
-    auto part = [&](const std::string &x, int64_t w0, int64_t c0) {
-      return b.node("Slice", {x, b.i64({w0, c0}), b.i64({w0 + ratio, c0 + d}),
+    // Window slots w0 .. w0 + ratio of channels c0 .. c0 + d.
+    auto part = [&](int64_t w0, int64_t c0) {
+      return b.node("Slice", {win, b.i64({w0, c0}), b.i64({w0 + ratio, c0 + d}),
                               b.i64({2, 3})});
     };
     auto apePart = [&](int64_t c0) {
       return b.node("Slice", {ape, b.i64({c0}), b.i64({c0 + d}), b.i64({1})});
     };
-    std::string gA = b.node("Add", {part(gW, 0, 0), apePart(0)});
-    std::string gB = b.node("Add", {part(gW, ratio, d), apePart(d)});
+    std::string gA = b.node("Add", {part(0, channels), apePart(0)});
+    std::string gB = b.node("Add", {part(ratio, channels + d), apePart(d)});
     // The previous window exists from the second window on.
     std::string hasPrev = b.node(
         "Unsqueeze", {b.node("GreaterOrEqual", {r, b.i64Scalar(2 * ratio - 1)}),
@@ -286,12 +288,14 @@ bool OnnxLowering::lowerCompress(const ir::Op &op) {
     gA =
         b.node("Where", {hasPrev, gA,
                          b.f32Scalar(-std::numeric_limits<float>::infinity())});
-    values = b.node("Concat", {part(kvW, 0, 0), part(kvW, ratio, d)},
+    values = b.node("Concat", {part(0, 0), part(ratio, d)},
                     {OnnxAttr::integer("axis", 2)});
     gates = b.node("Concat", {gA, gB}, {OnnxAttr::integer("axis", 2)});
   } else {
-    values = kvW;
-    gates = b.node("Add", {gW, ape});
+    values = b.node("Slice", {win, b.i64({0}), b.i64({channels}), b.i64({3})});
+    gates = b.node("Add", {b.node("Slice", {win, b.i64({channels}),
+                                            b.i64({2 * channels}), b.i64({3})}),
+                           ape}); // [B, S, W, C]
   }
   std::string p = b.node("Softmax", {gates}, {OnnxAttr::integer("axis", 2)});
   std::string pooled =

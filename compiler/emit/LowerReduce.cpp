@@ -54,11 +54,12 @@ bool OnnxLowering::lowerReduce(const ir::Op &op) {
       input(iter, onnx::TensorProto_DataType_INT64, true);
       input(condIn, onnx::TensorProto_DataType_BOOL, true);
       input(cIn, onnx::TensorProto_DataType_FLOAT, false);
-      std::string cOut = s.fresh("c_out"), condOut = s.fresh("cond_out");
-      s.nodeNamed("Identity", {condIn}, condOut);
+      // The condition passes through as the body's own input (no copy);
+      // the matrix is renamed its output by produceOutputsInPlace.
+      std::string cOut = s.fresh("c_out");
       s.nodeNamed("Identity", {normalize(s, normalize(s, cIn, -1), -2)}, cOut);
       for (const auto &[n, t] :
-           {std::pair{condOut, onnx::TensorProto_DataType_BOOL},
+           {std::pair{condIn, onnx::TensorProto_DataType_BOOL},
             std::pair{cOut, onnx::TensorProto_DataType_FLOAT}}) {
         onnx::ValueInfoProto *vi = body.add_output();
         vi->set_name(n);
@@ -88,12 +89,17 @@ bool OnnxLowering::lowerReduce(const ir::Op &op) {
 
 bool OnnxLowering::lowerTopkMask(const ir::Op &op) {
   constexpr int32_t kBool = onnx::TensorProto_DataType_BOOL;
-  std::string scores =
-      b.node("Cast", {in(op.getOperand(0))},
-             {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)});
-  std::string shape = b.node("Shape", {scores});
-  std::string t = b.node("Slice", {shape, b.i64({2}), b.i64({3})}); // [1]
-  std::string s = b.node("Slice", {shape, b.i64({1}), b.i64({2})});
+  std::string scores = asFloat32(op, 0);
+  // [B, S, T] from the graph's symbols where it can (one copy for every
+  // layer, and so one causal grid), else from the scores.
+  const ir::TensorType &st = op.getOperand(0)->type;
+  std::string shape = sharedShape(st.dims);
+  std::string t = dimTensor(st.dims[2]), s = dimTensor(st.dims[1]); // [1]
+  if (shape.empty() || t.empty() || s.empty()) {
+    shape = b.node("Shape", {scores});
+    t = b.node("Slice", {shape, b.i64({2}), b.i64({3})});
+    s = b.node("Slice", {shape, b.i64({1}), b.i64({2})});
+  }
   std::string allowed;
   if (op.attr<bool>("causal")) {
     std::string tS = b.node("Squeeze", {t, b.i64({0})});
@@ -123,8 +129,14 @@ bool OnnxLowering::lowerTopkMask(const ir::Op &op) {
               2);
   // Mark the picks: a [B, S, T] grid of zeros with ones scattered in.
   std::string zeros = b.node("ConstantOfShape", {shape}); // float32 zeros
-  std::string ones =
-      b.node("Expand", {b.f32Scalar(1.0f), b.node("Shape", {top[1]})});
+  // Ones shaped as the picks [B, S, k']: from the graph's symbols where it
+  // can (one tensor for every layer).
+  std::string lead = sharedShape({st.dims[0], st.dims[1]});
+  std::string picksShape =
+      lead.empty()
+          ? b.node("Shape", {top[1]})
+          : b.node("Concat", {lead, k}, {OnnxAttr::integer("axis", 0)});
+  std::string ones = b.node("Expand", {b.f32Scalar(1.0f), picksShape});
   std::string picked = b.node("Cast",
                               {b.node("ScatterElements", {zeros, top[1], ones},
                                       {OnnxAttr::integer("axis", -1)})},
