@@ -264,6 +264,54 @@ void OnnxLowering::findLinearWeights() {
       linearWeights.insert(op->getResult());
 }
 
+void OnnxLowering::findReshapedWeights() {
+  // The constant target dims of every read of a value, if all its reads
+  // are Reshapes to the same constant shape.
+  std::map<const ir::Value *, std::optional<std::vector<int64_t>>> target;
+  ir::walk(module.graph.body, [&](const ir::Op &op) {
+    for (size_t i = 0; i < op.getNumOperands(); ++i) {
+      std::optional<std::vector<int64_t>> dims;
+      if (op.getKind() == OpKind::Reshape && !quantSlices.count(&op)) {
+        dims.emplace();
+        for (const ir::SymExpr &d : op.getResult()->type.dims) {
+          auto c = d.getConstant();
+          if (!c) {
+            dims.reset();
+            break;
+          }
+          dims->push_back(*c);
+        }
+      }
+      auto [it, fresh] = target.emplace(op.getOperand(i), dims);
+      if (!fresh && it->second != dims)
+        it->second.reset();
+    }
+  });
+  // One initializer per name: every param of that name must agree.
+  std::map<std::string, std::optional<std::vector<int64_t>>> byName;
+  std::vector<const ir::Op *> candidates;
+  ir::walk(module.graph.body, [&](const ir::Op &op) {
+    if (op.getKind() != OpKind::Param)
+      return;
+    const ir::Value *w = op.getResult();
+    const std::string &name = op.attr<std::string>("name");
+    auto it = target.find(w);
+    std::optional<std::vector<int64_t>> dims;
+    if (op.getParentBlock() == &module.graph.body && !quantParams.count(&op) &&
+        !linearWeights.count(w) && name.find("{e}") == std::string::npos &&
+        it != target.end())
+      dims = it->second;
+    auto [slot, fresh] = byName.emplace(name, dims);
+    if (!fresh && slot->second != dims)
+      slot->second.reset();
+    if (dims)
+      candidates.push_back(&op);
+  });
+  for (const ir::Op *op : candidates)
+    if (const auto &dims = byName[op->attr<std::string>("name")])
+      reshapedWeights[op->getResult()] = *dims;
+}
+
 bool OnnxLowering::lowerMatMul(const ir::Op &op) {
   if (auto q = quantMatmuls.find(&op); q != quantMatmuls.end())
     return lowerQuantizedMatMul(op, q->second);
@@ -344,6 +392,10 @@ bool OnnxLowering::lowerShapeOp(const ir::Op &op) {
   const ir::TensorType &xt = op.getOperand(0)->type;
   switch (op.getKind()) {
   case OpKind::Reshape: {
+    if (reshapedWeights.count(op.getOperand(0))) {
+      def(op.getResult(), x); // the initializer already has these dims
+      return true;
+    }
     // Dims equal to the input's at the same index are copied (0); one
     // remaining symbolic dim is inferred (-1); others are computed.
     const auto &dims = op.getResult()->type.dims;

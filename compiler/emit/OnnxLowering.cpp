@@ -56,6 +56,7 @@ OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
   if (quant.enabled())
     planQuantization();
   findLinearWeights();
+  findReshapedWeights();
 }
 
 bool OnnxLowering::fail(const ir::Op &op, const std::string &msg) {
@@ -234,8 +235,11 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
       };
       return true;
     }
-    def(op.getResult(), weights.use(name, op.getResult()->type,
-                                    linearWeights.count(op.getResult()) > 0));
+    auto reshaped = reshapedWeights.find(op.getResult());
+    def(op.getResult(),
+        weights.use(
+            name, op.getResult()->type, linearWeights.count(op.getResult()) > 0,
+            reshaped == reshapedWeights.end() ? nullptr : &reshaped->second));
     return true;
   }
   case OpKind::Const: {

@@ -87,6 +87,9 @@ private:
   /// transpose_b operand of float matmuls. They are stored [in, out]
   /// (WeightPlan::use transposed) and each matmul is one MatMul.
   std::set<const ir::Value *> linearWeights;
+  /// Weights read only by Reshapes to one constant shape: stored in that
+  /// shape (the same bytes), so the Reshapes are no nodes.
+  std::map<const ir::Value *, std::vector<int64_t>> reshapedWeights;
   /// A Scan input: the outer stacked tensor (transposed to [E, in, out]
   /// by a Transpose of the initializer, which ONNX Runtime folds when the
   /// session is created) and the body input holding one expert's slice.
@@ -159,6 +162,8 @@ private:
   /// Fills linearWeights (after planQuantization: quantized readers keep
   /// the checkpoint layout).
   void findLinearWeights();
+  /// Fills reshapedWeights (after findLinearWeights).
+  void findReshapedWeights();
   bool lowerShapeOp(const ir::Op &op);
 
   // LowerReduce.cpp.

@@ -145,8 +145,8 @@ WeightPlan::Entry &WeightPlan::entryFor(const std::string &name,
 }
 
 const std::string &WeightPlan::use(const std::string &name,
-                                   const ir::TensorType &type,
-                                   bool transposed) {
+                                   const ir::TensorType &type, bool transposed,
+                                   const std::vector<int64_t> *storedDims) {
   Entry &e = entryFor(name, type);
   assert((!e.plain || e.transposed == transposed) &&
          "a weight is read in one orientation");
@@ -162,6 +162,11 @@ const std::string &WeightPlan::use(const std::string &name,
     v.dims = e.shape;
     if (transposed)
       std::swap(v.dims[0], v.dims[1]);
+    assert((!storedDims || (!transposed && numElements(*storedDims) ==
+                                               numElements(e.shape))) &&
+           "a reshaped view keeps the elements");
+    if (storedDims)
+      v.dims = *storedDims;
     v.onnxType = onnxDType(ir::dtypeName(type.dtype));
     e.views.insert(e.views.begin(), v);
     e.viewNames.insert(name);

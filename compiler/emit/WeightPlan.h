@@ -69,9 +69,12 @@ public:
   /// an [in, out] initializer of the same name: its data (from any source,
   /// converted or dequantized first) is transposed as it is written, one
   /// tensor held in memory at a time. Every reader of one weight must ask
-  /// for the same orientation.
+  /// for the same orientation. With `storedDims` the initializer has those
+  /// dims instead (the same elements in the same order: a reshaped view of
+  /// the checkpoint tensor); every reader must ask for the same dims.
   const std::string &use(const std::string &name, const ir::TensorType &type,
-                         bool transposed = false);
+                         bool transposed = false,
+                         const std::vector<int64_t> *storedDims = nullptr);
 
   /// Registers a stacked [E, ...] float tensor `name` (not a checkpoint
   /// tensor) whose slice e is the checkpoint tensor `members[e]` of type

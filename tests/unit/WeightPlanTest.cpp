@@ -4,8 +4,9 @@
 // `transposed`) keeps its checkpoint name, gets the [in, out] shape, and
 // its data is the transpose of the untransposed tensor: for generated
 // (random) values, for a checkpoint tensor converted from bf16, over
-// several output chunks, in external data and embedded alike. An
-// interleaved expert stack alternates its members' rows.
+// several output chunks, in external data and embedded alike. A weight
+// stored reshaped keeps its bytes under the new dims. An interleaved
+// expert stack alternates its members' rows.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -91,6 +92,19 @@ TEST(WeightPlan, RandomTransposedIsTheTransposeOfTheSameValues) {
     EXPECT_TRUE(b.bytes == transpose(a.bytes, c.rows, c.cols, es))
         << c.rows << "x" << c.cols;
   }
+}
+
+TEST(WeightPlan, ReshapedWeightKeepsItsBytesUnderTheNewDims) {
+  WeightPlan plain(WeightSource::Random, nullptr, 7);
+  plain.use("w", ir::TensorType(ir::DType::F32, {ir::SymExpr(24)}));
+  WeightPlan reshaped(WeightSource::Random, nullptr, 7);
+  std::vector<int64_t> dims{6, 4};
+  reshaped.use("w", ir::TensorType(ir::DType::F32, {ir::SymExpr(24)}),
+               /*transposed=*/false, &dims);
+  Written a = embedOne(plain), b = embedOne(reshaped);
+  EXPECT_EQ(a.dims, (std::vector<int64_t>{24}));
+  EXPECT_EQ(b.dims, dims);
+  EXPECT_EQ(a.bytes, b.bytes);
 }
 
 TEST(WeightPlan, CheckpointTensorIsConvertedThenTransposed) {
