@@ -9,6 +9,7 @@
 #include "emit/GraphCse.h"
 
 #include "emit/GraphOutputs.h"
+#include "emit/GraphSubgraphs.h"
 
 #include <map>
 #include <set>
@@ -82,13 +83,9 @@ int mergeOnce(onnx::GraphProto &graph) {
 
 int eliminateCommonSubexpressions(onnx::GraphProto &graph) {
   int removed = mergeOnce(graph);
-  for (auto &node : *graph.mutable_node())
-    for (auto &attr : *node.mutable_attribute()) {
-      if (attr.has_g())
-        removed += eliminateCommonSubexpressions(*attr.mutable_g());
-      for (auto &g : *attr.mutable_graphs())
-        removed += eliminateCommonSubexpressions(g);
-    }
+  forEachSubgraph(graph, [&](onnx::GraphProto &g) {
+    removed += eliminateCommonSubexpressions(g);
+  });
   return removed;
 }
 

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "emit/GraphOutputs.h"
 
+#include "emit/GraphSubgraphs.h"
+
 #include <map>
 #include <set>
 #include <string>
@@ -72,13 +74,8 @@ int produceOutputsInPlace(onnx::GraphProto &graph) {
     renameValues(graph, to);
   }
   // Loop, Scan and If bodies return their results the same way.
-  for (auto &node : *graph.mutable_node())
-    for (auto &attr : *node.mutable_attribute()) {
-      if (attr.has_g())
-        removed += produceOutputsInPlace(*attr.mutable_g());
-      for (auto &g : *attr.mutable_graphs())
-        removed += produceOutputsInPlace(g);
-    }
+  forEachSubgraph(
+      graph, [&](onnx::GraphProto &g) { removed += produceOutputsInPlace(g); });
   return removed;
 }
 

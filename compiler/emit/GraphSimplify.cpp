@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "emit/GraphSimplify.h"
 
+#include "emit/GraphSubgraphs.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -246,50 +248,33 @@ void collectReads(const Graph &g, std::set<std::string> &reads) {
   }
 }
 
-void forEachSubgraph(Graph &g, int (*fn)(Graph &), int &count) {
-  for (auto &n : *g.mutable_node())
-    for (auto &a : *n.mutable_attribute()) {
-      if (a.has_g())
-        count += fn(*a.mutable_g());
-      for (auto &sg : *a.mutable_graphs())
-        count += fn(sg);
-    }
-}
 } // namespace
 
 int foldViewChains(Graph &graph) {
   int folded = ChainFolder(graph).run();
-  forEachSubgraph(graph, foldViewChains, folded);
+  forEachSubgraph(graph, [&](Graph &g) { folded += foldViewChains(g); });
   return folded;
 }
 
 int hoistSubgraphConstants(Graph &graph) {
   int hoisted = 0;
   google::protobuf::RepeatedPtrField<Node> lifted;
-  for (auto &n : *graph.mutable_node())
-    for (auto &a : *n.mutable_attribute()) {
-      std::vector<Graph *> subgraphs;
-      if (a.has_g())
-        subgraphs.push_back(a.mutable_g());
-      for (auto &sg : *a.mutable_graphs())
-        subgraphs.push_back(&sg);
-      for (Graph *sg : subgraphs) {
-        // Innermost first: a nested body's constants reach this level.
-        hoisted += hoistSubgraphConstants(*sg);
-        std::set<std::string> outputs;
-        for (const auto &vi : sg->output())
-          outputs.insert(vi.name());
-        google::protobuf::RepeatedPtrField<Node> kept;
-        for (auto &inner : *sg->mutable_node()) {
-          bool movable = inner.op_type() == "Constant" &&
-                         inner.domain().empty() && inner.output_size() == 1 &&
-                         !outputs.count(inner.output(0));
-          *(movable ? lifted.Add() : kept.Add()) = std::move(inner);
-          hoisted += movable;
-        }
-        sg->mutable_node()->Swap(&kept);
-      }
+  forEachSubgraph(graph, [&](Graph &sg) {
+    // Innermost first: a nested body's constants reach this level.
+    hoisted += hoistSubgraphConstants(sg);
+    std::set<std::string> outputs;
+    for (const auto &vi : sg.output())
+      outputs.insert(vi.name());
+    google::protobuf::RepeatedPtrField<Node> kept;
+    for (auto &inner : *sg.mutable_node()) {
+      bool movable = inner.op_type() == "Constant" && inner.domain().empty() &&
+                     inner.output_size() == 1 &&
+                     !outputs.count(inner.output(0));
+      *(movable ? lifted.Add() : kept.Add()) = std::move(inner);
+      hoisted += movable;
     }
+    sg.mutable_node()->Swap(&kept);
+  });
   if (lifted.empty())
     return hoisted;
   // Constants read nothing, so they may lead the graph.
@@ -342,7 +327,7 @@ int removeDeadNodes(Graph &graph) {
         *infos.Add() = std::move(vi);
     graph.mutable_value_info()->Swap(&infos);
   }
-  forEachSubgraph(graph, removeDeadNodes, removed);
+  forEachSubgraph(graph, [&](Graph &g) { removed += removeDeadNodes(g); });
   return removed;
 }
 
