@@ -61,7 +61,11 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
   if (cached != ropeCache.end()) {
     std::tie(cosT, sinT) = cached->second;
   } else {
-    std::string invFreq = b.f32(tables.invFreq, {half});
+    // A run-time inverse-frequency tensor where the frequencies are not
+    // constants (dynamic, longrope, M-RoPE's per-row selection); "" else.
+    bool constantFreqs =
+        tables.type != "dynamic" && tables.type != "longrope" && !multiAxis;
+    std::string invFreq = constantFreqs ? "" : b.f32(tables.invFreq, {half});
     std::string posF =
         b.node("Cast", {pos},
                {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)});
@@ -106,36 +110,32 @@ bool OnnxLowering::lowerRope(const ir::Op &op) {
     // Half-split: angles [-a, a, 0...] (a = position * inv_freq), swap
     // exchanges the halves. Interleaved: [-a0, a0, -a1, a1, ..., 0...],
     // swap exchanges the members of each pair.
-    // The two dims frequency i rotates; the first takes the minus sign.
-    auto pairOf = [&](int64_t i) {
-      return interleaved ? std::pair<size_t, size_t>(2 * i, 2 * i + 1)
-                         : std::pair<size_t, size_t>(i, i + half);
-    };
-    bool constantFreqs =
-        tables.type != "dynamic" && tables.type != "longrope" && !multiAxis;
-    std::string angles;
+    // spread [half, head dim]: frequency i's +-1 at the two dims it rotates
+    // (the first takes the minus sign), 0 on pass-through dims.
+    std::vector<float> spread(static_cast<size_t>(half * headDim), 0.0f);
+    for (int64_t i = 0; i < half; ++i) {
+      int64_t first = interleaved ? 2 * i : i;
+      int64_t second = interleaved ? 2 * i + 1 : i + half;
+      spread[static_cast<size_t>(i * headDim + first)] = -1.0f;
+      spread[static_cast<size_t>(i * headDim + second)] = 1.0f;
+    }
     std::string posCol = b.node("Unsqueeze", {posF, b.i64({-1})});
-    if (constantFreqs) {
+    std::string angles;
+    if (invFreq.empty()) {
+      // Constant frequencies: inv_freq x spread folded here (one term per
+      // dim, exact), position x that row.
       std::vector<float> signedFreq(static_cast<size_t>(headDim), 0.0f);
-      for (int64_t i = 0; i < half; ++i) {
-        auto [first, second] = pairOf(i);
-        signedFreq[first] = -tables.invFreq[static_cast<size_t>(i)];
-        signedFreq[second] = tables.invFreq[static_cast<size_t>(i)];
-      }
+      for (int64_t i = 0; i < half; ++i)
+        for (int64_t j = 0; j < headDim; ++j)
+          signedFreq[static_cast<size_t>(j)] +=
+              tables.invFreq[static_cast<size_t>(i)] *
+              spread[static_cast<size_t>(i * headDim + j)];
       angles = b.node("Mul", {posCol, b.f32(signedFreq, {headDim})});
     } else {
-      // freqs [batch, seq, half] = position * inv_freq, spread over the
-      // head by a [half, head dim] matrix of +-1 and 0 (exact: one term).
+      // freqs [batch, seq, half] = position * inv_freq, then x spread.
       std::string freqs = b.node("Mul", {posCol, invFreq});
       if (multiAxis)
         freqs = mropeFrequencies(op, freqs, half);
-      std::vector<float> spread(static_cast<size_t>(half * headDim), 0.0f);
-      for (int64_t i = 0; i < half; ++i) {
-        auto [first, second] = pairOf(i);
-        size_t row = static_cast<size_t>(i * headDim);
-        spread[row + first] = -1.0f;
-        spread[row + second] = 1.0f;
-      }
       angles = b.node("MatMul", {freqs, b.f32(spread, {half, headDim})});
     }
     cosT = b.node("Cos", {angles});

@@ -180,8 +180,8 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
                            -std::numeric_limits<float>::infinity());
     std::string bytes(reinterpret_cast<const char *>(inf.data()),
                       inf.size() * sizeof(float));
-    noExpert = narrow(b.raw(bytes, onnx::TensorProto_DataType_FLOAT, {1, count},
-                            "no_expert"));
+    noExpert =
+        b.raw(bytes, onnx::TensorProto_DataType_FLOAT, {1, count}, "no_expert");
   }
   std::string cond =
       b.node("Equal",
@@ -192,12 +192,11 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   thenBranch.set_name(b.fresh("moe_one_token"));
   elseBranch.set_name(b.fresh("moe_tokens"));
   GraphBuilder::Target outer = b.retarget(thenBranch, thenBranch.name() + "_");
-  std::string w =
-      b.node("Reshape", {widen(in(op.getOperand(1))), b.i64({1, k})});
+  std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({1, k})});
   std::string chosen = b.node(
       "ScatterElements",
       {noExpert, b.node("Reshape", {in(op.getOperand(2)), b.i64({1, k})}),
-       narrow(b.node("Log", {w}))},
+       b.node("Log", {w})},
       {OnnxAttr::integer("axis", 1)});
   if (f.parts > 1)
     chosen = b.node("Tile", {chosen, b.i64({1, f.parts})});
@@ -213,7 +212,7 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
       b.node("ReduceSum", {w, b.i64({1})}, {OnnxAttr::integer("keepdims", 1)});
   if (f.parts > 1)
     total = b.node("Mul", {total, b.f32Scalar(static_cast<float>(f.parts))});
-  y = b.node("Mul", {widen(y), total});
+  y = b.node("Mul", {y, total});
   addGraphOutput(thenBranch, y, onnx::TensorProto_DataType_FLOAT);
   b.restore(std::move(outer));
 
