@@ -125,29 +125,9 @@ std::string OnnxLowering::expertContribution(const ir::Op &op,
   if (columnar)
     input = b.node("Transpose", {input}, {OnnxAttr::list("perm", {1, 0})});
   def(body.getArgument(0), input);
-  if (fusedBody) {
-    // Gate and up in one matmul on the interleaved [2 I, D] slice; its
-    // even rows are the gate's, its odd rows the up's (columnar: [2 I, n]).
-    // With P parts, a step is one block of one expert: its I / P gate
-    // and up rows and the matching I / P columns of the down matrix.
-    const FusedExperts &f = *fusedBody;
-    ir::TensorType sliceType = f.gateParam->getResult()->type;
-    int64_t inter = sliceType.dims[0].getConstant().value_or(0);
-    sliceType.dims[0] = ir::SymExpr(2 * inter / f.parts);
-    std::string h = b.node("MatMul", {expertWeight(f.fc1, sliceType), input});
-    def(f.gate->getResult(),
-        b.node("Gather", {h, f.gateRows}, {OnnxAttr::integer("axis", 0)}));
-    def(f.up->getResult(),
-        b.node("Gather", {h, f.upRows}, {OnnxAttr::integer("axis", 0)}));
-    ir::TensorType downType = f.downParam->getResult()->type;
-    downType.dims[1] = ir::SymExpr(inter / f.parts);
-    def(f.downParam->getResult(), expertWeight(f.fc2, downType));
-    preLowered = {f.gate, f.up, f.gateParam, f.upParam, f.downParam};
-  }
   expertColumnar = columnar;
   bool ok = lowerBlock(body);
   expertColumnar = false;
-  preLowered.clear();
   if (!ok)
     return "";
   std::string ye = in(body.getTerminator()->getOperand(0));
@@ -167,27 +147,32 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
   int64_t dOut = rt.dims.back().getConstant().value_or(0);
   // Tokens flattened to [N, D].
   std::string x = b.node("Reshape", {in(op.getOperand(0)), b.i64({-1, dIn})});
-  // The weighted sum accumulates in float32 (more accurate, and ONNX
-  // Runtime's CPU ScatterND has no float16 add), from zeros of [N, dOut]:
-  // a shape shared by every layer where the token dims are graph symbols.
-  ir::SymExpr tokens(1);
-  for (size_t i = 0; i + 1 < xt.rank(); ++i)
-    tokens = tokens * xt.dims[i];
-  std::string accShape = sharedShape({tokens, ir::SymExpr(dOut)});
-  if (accShape.empty()) {
-    accShape = b.node("Shape", {x});
-    if (dOut != dIn)
-      accShape = b.node(
-          "Concat",
-          {b.node("Slice", {accShape, b.i64({0}), b.i64({1})}), b.i64({dOut})},
-          {OnnxAttr::integer("axis", 0)});
-  }
-  std::string out = b.node("ConstantOfShape", {accShape});
   FusedExperts fused;
-  bool ok = matchFusedExperts(op, fused) ? dispatchFused(op, x, out, fused)
-            : expertBodyStackable(*op.getRegions()[0])
-                ? dispatchScan(op, x, out)
-                : dispatchUnrolled(op, x, out);
+  std::string out;
+  bool ok;
+  if (matchFusedExperts(op, fused)) {
+    ok = dispatchFused(op, x, out, fused);
+  } else {
+    // The weighted sum accumulates in float32 (more accurate, and ONNX
+    // Runtime's CPU ScatterND has no float16 add), from zeros of [N, dOut]:
+    // a shape shared by every layer where the token dims are graph symbols.
+    ir::SymExpr tokens(1);
+    for (size_t i = 0; i + 1 < xt.rank(); ++i)
+      tokens = tokens * xt.dims[i];
+    std::string accShape = sharedShape({tokens, ir::SymExpr(dOut)});
+    if (accShape.empty()) {
+      accShape = b.node("Shape", {x});
+      if (dOut != dIn)
+        accShape = b.node("Concat",
+                          {b.node("Slice", {accShape, b.i64({0}), b.i64({1})}),
+                           b.i64({dOut})},
+                          {OnnxAttr::integer("axis", 0)});
+    }
+    out = b.node("ConstantOfShape", {accShape});
+    ok = expertBodyStackable(*op.getRegions()[0])
+             ? dispatchScan(op, x, out)
+             : dispatchUnrolled(op, x, out);
+  }
   if (!ok)
     return false;
   std::string shape = sharedShape(rt.dims);
@@ -325,23 +310,18 @@ bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
                                 std::string &out) {
   int64_t count = op.attr<int64_t>("count");
   int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
-  // A fused dispatch cut into parts steps over every expert's parts,
-  // part-major (step j is part j / E of expert j % E).
-  int64_t steps = count * (fusedBody ? fusedBody->parts : 1);
   // The (token, expert) pairs, flattened: pair p is token p / k's choice
   // p % k. Its routing weight as a column [P, 1]; which pairs chose each
-  // step's expert as the rows of hits [steps, P] (one row per Scan step).
+  // step's expert as the rows of hits [E, P] (one row per Scan step).
   std::string pairWeight =
       b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, 1})});
   std::string pairExpert =
       b.node("Reshape", {in(op.getOperand(2)), b.i64({1, -1})});
-  std::string idBytes(static_cast<size_t>(steps) * 8, '\0');
-  for (int64_t j = 0; j < steps; ++j) {
-    int64_t e = j % count;
-    std::memcpy(idBytes.data() + j * 8, &e, 8);
-  }
+  std::string idBytes(static_cast<size_t>(count) * 8, '\0');
+  for (int64_t e = 0; e < count; ++e)
+    std::memcpy(idBytes.data() + e * 8, &e, 8);
   std::string ids =
-      b.raw(idBytes, onnx::TensorProto_DataType_INT64, {steps, 1}, "experts");
+      b.raw(idBytes, onnx::TensorProto_DataType_INT64, {count, 1}, "experts");
   std::string hits = b.node("Equal", {ids, pairExpert});
   // Outer constants the body reads (a constant first made inside the body
   // would be a node of every step).

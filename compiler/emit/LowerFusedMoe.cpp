@@ -1,38 +1,31 @@
 //===- LowerFusedMoe.cpp - MoE layers as ONNX Runtime's MoE op ------------===//
 //
 // With --target=ort, an `experts` dispatch that ONNX Runtime's com.microsoft
-// MoE op computes exactly is lowered to it for one token (decode), and to
-// the Scan dispatch over the same weights for more (prefill):
-//
-//   If(N == 1, then: MoE(x, logits, fc1, -, fc2), else: Scan over experts)
+// MoE op computes exactly is lowered to that op, for any number of tokens.
+// Measured on 2 threads (docs/performance.md), the op with the parts below
+// is faster than the Scan dispatch at every token count tried (1 to 512),
+// and one op per layer is a smaller graph than an If over both.
 //
 // The op's CPU kernel runs each expert's two GEMMs on one thread and gives
-// each thread a contiguous range of experts: measured on 2 threads, a
-// 64-expert top-8 layer decodes about as fast as the dense MLP with the
-// same activated parameters only when its work is spread evenly, where the
-// Scan's per-expert GEMVs scale badly over threads, but prefill of 128
-// tokens is 3x slower than the Scan. Hence the If (docs/decisions.md).
-//
-// So that two threads share every token's work, each expert is cut into
-// P = 2 parts along its intermediate dim (I / P gate and up rows, the
-// matching I / P columns of the down matrix) and the stacks hold the
-// parts part-major: the op sees P * E experts whose first E are every
-// expert's first half. The Scan steps over the same P * E blocks.
+// each thread a contiguous range of experts. So that two threads share
+// every token's work, each expert is cut into P = 2 parts along its
+// intermediate dim (I / P gate and up rows, the matching I / P columns of
+// the down matrix) and the stacks hold the parts part-major: the op sees
+// P * E experts whose first E are every expert's first half.
 //
 // The kernel's own routing (softmax, top k) is not used: it is handed the
 // route's choice as logits, log w at the k chosen experts (repeated for the
 // parts) and -inf elsewhere, so any route with positive weights maps onto
 // it (softmax, sigmoid, sqrt-softplus or sparsemixer scores, selection
 // bias, groups, p-norms, floors, routed scale; not hash tables), with the
-// same choice and ties as the Scan branch.
+// route's own choice and ties.
 //
 // Matched: such a route; a body silu(x Wg^T) * (x Wu^T) then Wd^T of
 // per-expert ({e}) float matrices, without biases; f32 activations; no
-// scale_input. The op reads the gate and up matrices as
-// one [P * E, 2 I / P, D] stack whose rows alternate (swiglu_fusion = 1;
+// scale_input. The op reads the gate and up matrices as one [P * E, 2 I /
+// P, D] stack whose rows alternate (swiglu_fusion = 1;
 // WeightPlan::useInterleavedStack) and the down matrices as [P * E, D,
-// I / P]; the Scan body reads the same stacks (one matmul for gate and up,
-// then its even and odd rows), so each weight is stored once.
+// I / P].
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxContribSchemas.h"
@@ -60,10 +53,10 @@ bool isTokenMatmul(const ir::Op *op, const ir::Value *tokens) {
 } // namespace
 
 bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
-  // Float32 activations only: in float16 models ONNX Runtime 1.30's CPU
-  // kernel, fed the same inputs inside the graph, gave logits 0.96 away
-  // from the Scan branch (tests/ort f16-ort cases; docs/decisions.md), so
-  // half precision keeps the Scan dispatch.
+  // Float32 activations only: ONNX Runtime 1.30 has no float16 CPU kernel
+  // for the op and runs it between Casts it inserts (every expert's weights
+  // cast on every call), and on the Cast of the tokens the op's in-place
+  // hazard below is not avoided (tests/ort f16-ort cases; docs/decisions.md).
   if (target != OnnxTarget::Ort || act != onnx::TensorProto_DataType_FLOAT)
     return false;
   const bool *scaleInput = op.optAttr<bool>("scale_input");
@@ -104,14 +97,13 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
     const ir::Op *gate = silu->getOperand(0)->getDefiningOp();
     if (!isTokenMatmul(gate, t) || gate == up)
       continue;
-    f.gate = gate;
-    f.up = up;
     f.gateParam = gate->getOperand(1)->getDefiningOp();
     f.upParam = up->getOperand(1)->getDefiningOp();
     f.downParam = down->getOperand(1)->getDefiningOp();
     break;
   }
-  if (!f.gate || f.gateParam->getResult()->type != f.upParam->getResult()->type)
+  if (!f.gateParam ||
+      f.gateParam->getResult()->type != f.upParam->getResult()->type)
     return false;
   // Nothing else in the body (its three params, three matmuls, silu and
   // mul), so no other op reads an intermediate value.
@@ -146,21 +138,6 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   f.fc1 = weights.useInterleavedStack(
       stackedWeightName(gateName) + "+up" + suffix, members, 2,
       f.gateParam->getResult()->type, f.parts, 0);
-  // The rows of fc1's block product that are the gate's (even) and the
-  // up's (odd): outer constants, shared by the layers.
-  int64_t blockRows = inter / f.parts;
-  std::string rows[2];
-  for (int j = 0; j < 2; ++j) {
-    std::string bytes(static_cast<size_t>(blockRows) * 8, '\0');
-    for (int64_t r = 0; r < blockRows; ++r) {
-      int64_t v = 2 * r + j;
-      std::memcpy(bytes.data() + r * 8, &v, 8);
-    }
-    rows[j] = b.raw(bytes, onnx::TensorProto_DataType_INT64, {blockRows},
-                    j ? "up_rows" : "gate_rows");
-  }
-  f.gateRows = rows[0];
-  f.upRows = rows[1];
   std::vector<std::string> downMembers;
   const std::string &downName = f.downParam->attr<std::string>("name");
   for (int64_t e = 0; e < count; ++e)
@@ -169,8 +146,8 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
       stackedWeightName(downName) + suffix, downMembers, 1,
       f.downParam->getResult()->type, f.parts, 1);
 
-  // One token: the MoE op. Its kernel routes by itself (softmax over its
-  // experts' logits, top k), so it is handed the route's own choice: the
+  // The MoE op routes by itself (softmax over its experts' logits, top k),
+  // so it is handed the route's own choice: the
   // logarithms of the k weights at their experts, -inf elsewhere, repeated
   // for the P parts; it then weights each of the P * k blocks w / (P * sum
   // w), which the output's scale by P * sum w undoes.
@@ -183,23 +160,41 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
     noExpert =
         b.raw(bytes, onnx::TensorProto_DataType_FLOAT, {1, count}, "no_expert");
   }
-  std::string cond =
-      b.node("Equal",
-             {b.node("Shape", {x}, {OnnxAttr::integer("end", 1)}), b.i64({1})});
-
-  SavedCaches saved = saveCaches();
-  onnx::GraphProto thenBranch, elseBranch;
-  thenBranch.set_name(b.fresh("moe_one_token"));
-  elseBranch.set_name(b.fresh("moe_tokens"));
-  GraphBuilder::Target outer = b.retarget(thenBranch, thenBranch.name() + "_");
-  std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({1, k})});
-  std::string chosen = b.node(
-      "ScatterElements",
-      {noExpert, b.node("Reshape", {in(op.getOperand(2)), b.i64({1, k})}),
-       b.node("Log", {w})},
-      {OnnxAttr::integer("axis", 1)});
+  // [N, E] of -inf, N the token count (a shape the layers share where the
+  // token dims are graph symbols).
+  const ir::TensorType &xt = op.getOperand(0)->type;
+  ir::SymExpr tokens(1);
+  for (size_t i = 0; i + 1 < xt.rank(); ++i)
+    tokens = tokens * xt.dims[i];
+  std::string gridShape = sharedShape({tokens, ir::SymExpr(count)});
+  if (gridShape.empty())
+    gridShape = b.node(
+        "Concat",
+        {b.node("Shape", {x}, {OnnxAttr::integer("end", 1)}), b.i64({count})},
+        {OnnxAttr::integer("axis", 0)});
+  std::string grid = b.node("Expand", {noExpert, gridShape});
+  std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
+  std::string chosen =
+      b.node("ScatterElements",
+             {grid, b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})}),
+              b.node("Log", {w})},
+             {OnnxAttr::integer("axis", 1)});
   if (f.parts > 1)
     chosen = b.node("Tile", {chosen, b.i64({1, f.parts})});
+  // The op is the only node of an If's branch, so that every input it
+  // reads is a value of the enclosing graph: ONNX Runtime 1.30 lets the
+  // op's output take the buffer of an input 0 it may overwrite in place,
+  // and its result is then wrong (f32 and f16 alike; docs/decisions.md).
+  // Values of an enclosing graph are never reused so. The other branch is
+  // the empty token set, which the kernel is not asked to handle.
+  std::string nonEmpty =
+      b.node("Greater", {b.node("Shape", {grid}, {OnnxAttr::integer("end", 1)}),
+                         b.i64({0})});
+  SavedCaches saved = saveCaches();
+  onnx::GraphProto thenBranch, elseBranch;
+  thenBranch.set_name(b.fresh("moe_op"));
+  elseBranch.set_name(b.fresh("moe_no_tokens"));
+  GraphBuilder::Target outer = b.retarget(thenBranch, thenBranch.name() + "_");
   std::string y =
       b.nodeInDomain(kContribDomain, "MoE", {x, chosen, f.fc1, "", f.fc2},
                      {OnnxAttr::integer("k", k * f.parts),
@@ -208,30 +203,21 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
                       OnnxAttr::integer("swiglu_fusion", 1),
                       OnnxAttr::real("activation_alpha", 1.0f),
                       OnnxAttr::real("activation_beta", 0.0f)});
+  addGraphOutput(thenBranch, y, act);
+  b.restore(std::move(outer));
+  outer = b.retarget(elseBranch, elseBranch.name() + "_");
+  addGraphOutput(elseBranch, b.node("Identity", {x}), act);
+  b.restore(std::move(outer));
+  restoreCaches(std::move(saved));
+  y = b.nodeN("If", {nonEmpty},
+              {OnnxAttr::graph("then_branch", std::move(thenBranch)),
+               OnnxAttr::graph("else_branch", std::move(elseBranch))},
+              1, "moe")[0];
   std::string total =
       b.node("ReduceSum", {w, b.i64({1})}, {OnnxAttr::integer("keepdims", 1)});
   if (f.parts > 1)
     total = b.node("Mul", {total, b.f32Scalar(static_cast<float>(f.parts))});
-  y = b.node("Mul", {y, total});
-  addGraphOutput(thenBranch, y, onnx::TensorProto_DataType_FLOAT);
-  b.restore(std::move(outer));
-
-  // More tokens: the Scan over the same stacks.
-  outer = b.retarget(elseBranch, elseBranch.name() + "_");
-  fusedBody = &f;
-  std::string acc = out;
-  bool ok = dispatchScan(op, x, acc);
-  fusedBody = nullptr;
-  if (ok)
-    addGraphOutput(elseBranch, acc, onnx::TensorProto_DataType_FLOAT);
-  b.restore(std::move(outer));
-  restoreCaches(std::move(saved));
-  if (!ok)
-    return false;
-  out = b.nodeN("If", {cond},
-                {OnnxAttr::graph("then_branch", std::move(thenBranch)),
-                 OnnxAttr::graph("else_branch", std::move(elseBranch))},
-                1, "moe")[0];
+  out = b.node("Mul", {y, total});
   return true;
 }
 

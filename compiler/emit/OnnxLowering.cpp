@@ -197,7 +197,7 @@ std::string OnnxLowering::narrowTo(const std::string &x, ir::DType t) {
 
 bool OnnxLowering::lowerBlock(const ir::Block &block) {
   for (const auto &op : block.getOps())
-    if (!preLowered.count(op.get()) && !lowerOp(*op))
+    if (!lowerOp(*op))
       return false;
   return true;
 }

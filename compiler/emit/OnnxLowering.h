@@ -104,20 +104,14 @@ private:
   /// LowerFusedMoe.cpp): the body's ops whose gate and up matrices are
   /// one interleaved stack `fc1`, and the part-major stacks it reads.
   struct FusedExperts {
-    const ir::Op *gate = nullptr, *up = nullptr; ///< the two matmuls
     const ir::Op *gateParam = nullptr, *upParam = nullptr, *downParam = nullptr;
     /// Blocks each expert is cut into along its intermediate dim (the
-    /// MoE op and the Scan see P * E experts of intermediate I / P).
+    /// MoE op sees P * E experts of intermediate I / P).
     int64_t parts = 1;
     /// [P * E, 2 I / P, D] initializer, gate and up rows alternating, and
     /// [P * E, D, I / P] down blocks (part-major: entry p * E + e).
     std::string fc1, fc2;
-    std::string gateRows, upRows; ///< int64 [I / P]: fc1's even, odd rows
   };
-  /// Set while the Scan body of a fused dispatch is lowered.
-  const FusedExperts *fusedBody = nullptr;
-  /// Ops of a body already lowered another way (skipped by lowerBlock).
-  std::set<const ir::Op *> preLowered;
   /// The lowering's value caches, saved while a subgraph is built (what a
   /// subgraph defines is not visible outside it).
   struct SavedCaches {
@@ -223,13 +217,11 @@ private:
 
   // LowerFusedMoe.cpp.
   /// Whether `experts` (with its router) is what ONNX Runtime's MoE op
-  /// computes: softmax routing without bias, groups or tables, a SwiGLU
-  /// body of per-expert float matrices. Fills `f` but its fc1.
+  /// computes: a route with positive weights and no hash table, a SwiGLU
+  /// body of per-expert float matrices, f32 activations. Fills `f`'s params.
   bool matchFusedExperts(const ir::Op &op, FusedExperts &f) const;
-  /// The dispatch of a matched `experts`: an If on the token count, the
-  /// MoE op for one token (decode), the Scan over the same stacks for
-  /// more. `out` is the zero [N, dOut] float32 accumulator on entry (the
-  /// Scan branch adds into it) and the If's result on return.
+  /// The dispatch of a matched `experts` as one MoE op over part-major
+  /// stacks, for any token count; `out` is its [N, dOut] float32 result.
   bool dispatchFused(const ir::Op &op, const std::string &x, std::string &out,
                      FusedExperts &f);
 
