@@ -16,6 +16,7 @@
 #include "emit/OnnxLowering.h"
 
 #include "emit/OnnxContribSchemas.h"
+#include "emit/UniformParamReads.h"
 
 #include "ir/OpRules.h"
 
@@ -228,88 +229,45 @@ bool OnnxLowering::lowerNorm(const ir::Op &op) {
 }
 
 void OnnxLowering::findLinearWeights() {
-  // Whether every read of a value is as the B operand of a float
-  // transpose_b matmul (anywhere, expert bodies included).
-  std::map<const ir::Value *, bool> onlyTransposedB;
-  ir::walk(module.graph.body, [&](const ir::Op &op) {
-    for (size_t i = 0; i < op.getNumOperands(); ++i) {
-      bool linear = op.getKind() == OpKind::MatMul && i == 1 &&
-                    op.attr<bool>("transpose_b") && !quantMatmuls.count(&op);
-      auto [it, fresh] = onlyTransposedB.emplace(op.getOperand(i), linear);
-      if (!fresh)
-        it->second = it->second && linear;
-    }
-  });
-  // One initializer per name: a name is stored transposed only if every
-  // param of that name (a tied head may be a param of its own) qualifies.
-  std::map<std::string, bool> byName;
-  std::vector<const ir::Op *> candidates;
-  ir::walk(module.graph.body, [&](const ir::Op &op) {
-    if (op.getKind() != OpKind::Param)
-      return;
-    const ir::Value *w = op.getResult();
-    auto it = onlyTransposedB.find(w);
-    bool linear = op.getParentBlock() == &module.graph.body &&
-                  !quantParams.count(&op) && w->type.rank() == 2 &&
-                  ir::isFloat(w->type.dtype) && it != onlyTransposedB.end() &&
-                  it->second;
-    auto [slot, fresh] = byName.emplace(op.attr<std::string>("name"), linear);
-    if (!fresh)
-      slot->second = slot->second && linear;
-    if (linear)
-      candidates.push_back(&op);
-  });
-  for (const ir::Op *op : candidates)
-    if (byName[op->attr<std::string>("name")])
-      linearWeights.insert(op->getResult());
+  // Float matrices read only as the B operand of float transpose_b matmuls
+  // (anywhere, expert bodies included).
+  auto read = [&](const ir::Op &op, size_t i) -> std::optional<bool> {
+    if (op.getKind() == OpKind::MatMul && i == 1 &&
+        op.attr<bool>("transpose_b") && !quantMatmuls.count(&op))
+      return true;
+    return std::nullopt;
+  };
+  auto eligible = [&](const ir::Op &param) {
+    const ir::TensorType &t = param.getResult()->type;
+    return !quantParams.count(&param) && t.rank() == 2 && ir::isFloat(t.dtype);
+  };
+  for (const auto &entry :
+       uniformParamReads<bool>(module.graph.body, read, eligible))
+    linearWeights.insert(entry.first);
 }
 
 void OnnxLowering::findReshapedWeights() {
-  // The constant target dims of every read of a value, if all its reads
-  // are Reshapes to the same constant shape.
-  std::map<const ir::Value *, std::optional<std::vector<int64_t>>> target;
-  ir::walk(module.graph.body, [&](const ir::Op &op) {
-    for (size_t i = 0; i < op.getNumOperands(); ++i) {
-      std::optional<std::vector<int64_t>> dims;
-      if (op.getKind() == OpKind::Reshape && !quantSlices.count(&op)) {
-        dims.emplace();
-        for (const ir::SymExpr &d : op.getResult()->type.dims) {
-          auto c = d.getConstant();
-          if (!c) {
-            dims.reset();
-            break;
-          }
-          dims->push_back(*c);
-        }
-      }
-      auto [it, fresh] = target.emplace(op.getOperand(i), dims);
-      if (!fresh && it->second != dims)
-        it->second.reset();
+  // Weights read only by Reshapes to one constant shape.
+  auto read = [&](const ir::Op &op,
+                  size_t) -> std::optional<std::vector<int64_t>> {
+    if (op.getKind() != OpKind::Reshape || quantSlices.count(&op))
+      return std::nullopt;
+    std::vector<int64_t> dims;
+    for (const ir::SymExpr &d : op.getResult()->type.dims) {
+      auto c = d.getConstant();
+      if (!c)
+        return std::nullopt;
+      dims.push_back(*c);
     }
-  });
-  // One initializer per name: every param of that name must agree.
-  std::map<std::string, std::optional<std::vector<int64_t>>> byName;
-  std::vector<const ir::Op *> candidates;
-  ir::walk(module.graph.body, [&](const ir::Op &op) {
-    if (op.getKind() != OpKind::Param)
-      return;
-    const ir::Value *w = op.getResult();
-    const std::string &name = op.attr<std::string>("name");
-    auto it = target.find(w);
-    std::optional<std::vector<int64_t>> dims;
-    if (op.getParentBlock() == &module.graph.body && !quantParams.count(&op) &&
-        !linearWeights.count(w) && name.find("{e}") == std::string::npos &&
-        it != target.end())
-      dims = it->second;
-    auto [slot, fresh] = byName.emplace(name, dims);
-    if (!fresh && slot->second != dims)
-      slot->second.reset();
-    if (dims)
-      candidates.push_back(&op);
-  });
-  for (const ir::Op *op : candidates)
-    if (const auto &dims = byName[op->attr<std::string>("name")])
-      reshapedWeights[op->getResult()] = *dims;
+    return dims;
+  };
+  auto eligible = [&](const ir::Op &param) {
+    return !quantParams.count(&param) &&
+           !linearWeights.count(param.getResult()) &&
+           param.attr<std::string>("name").find("{e}") == std::string::npos;
+  };
+  reshapedWeights = uniformParamReads<std::vector<int64_t>>(module.graph.body,
+                                                            read, eligible);
 }
 
 bool OnnxLowering::lowerMatMul(const ir::Op &op) {
