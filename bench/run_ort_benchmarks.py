@@ -260,7 +260,8 @@ def run(args, work):
             result["moe"] = {}
             if hasattr(moe_bench, "node_counts"):
                 result["moe"]["sizes"] = moe_bench.node_counts(
-                    archc=args.archc, rounds=args.rounds)
+                    archc=args.archc, rounds=args.rounds,
+                    targets=args.targets.split(","))
             if hasattr(moe_bench, "moe_vs_dense"):
                 result["moe"]["speed"] = [
                     moe_bench.moe_vs_dense(archc=args.archc,
