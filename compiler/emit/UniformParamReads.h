@@ -27,8 +27,8 @@ namespace archc {
 /// qualify with equal properties (a tied head may be a param of its own),
 /// or none of them is returned.
 template <typename T, typename Read, typename Eligible>
-std::map<const ir::Value *, T>
-uniformParamReads(const ir::Block &body, Read read, Eligible eligible) {
+std::map<const ir::Value *, T> uniformParamReads(const ir::Block &body,
+                                                 Read read, Eligible eligible) {
   std::map<const ir::Value *, std::optional<T>> byValue;
   ir::walk(body, [&](const ir::Op &op) {
     for (size_t i = 0; i < op.getNumOperands(); ++i) {
@@ -44,9 +44,8 @@ uniformParamReads(const ir::Block &body, Read read, Eligible eligible) {
     if (op.getKind() != ir::OpKind::Param)
       return;
     std::optional<T> p;
-    if (auto it = byValue.find(op.getResult()); it != byValue.end() &&
-                                                op.getParentBlock() == &body &&
-                                                eligible(op))
+    if (auto it = byValue.find(op.getResult());
+        it != byValue.end() && op.getParentBlock() == &body && eligible(op))
       p = it->second;
     auto [slot, fresh] = byName.emplace(op.attr<std::string>("name"), p);
     if (!fresh && slot->second != p)
