@@ -21,11 +21,12 @@
 // route's own choice and ties.
 //
 // Matched: such a route; a body silu(x Wg^T) * (x Wu^T) then Wd^T of
-// per-expert ({e}) float matrices, without biases; f32 activations; no
-// scale_input. The op reads the gate and up matrices as one [P * E, 2 I /
-// P, D] stack whose rows alternate (swiglu_fusion = 1;
-// WeightPlan::useInterleavedStack) and the down matrices as [P * E, D,
-// I / P].
+// per-expert ({e}) float matrices, without biases, optionally with the gate
+// clamped above and up on both sides at one limit (DeepSeek-V4; the op's
+// swiglu_limit); f32 activations; no scale_input. The op reads the gate and
+// up matrices as one [P * E, 2 I / P, D] stack whose rows alternate
+// (swiglu_fusion = 1; WeightPlan::useInterleavedStack) and the down
+// matrices as [P * E, D, I / P].
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxContribSchemas.h"
@@ -33,6 +34,7 @@
 
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace archc {
 
@@ -89,29 +91,58 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   const ir::Op *mul = down->getOperand(0)->getDefiningOp();
   if (!mul || mul->getKind() != OpKind::Mul)
     return false;
-  for (int order = 0; order < 2; ++order) {
+  // Each side may be clamped at one limit L, as ORT's swiglu_limit does:
+  // the gate from above, up on both sides (DeepSeek-V4).
+  size_t clamps = 0;
+  for (int order = 0; order < 2 && !f.gateParam; ++order) {
     const ir::Op *silu = mul->getOperand(order)->getDefiningOp();
     const ir::Op *up = mul->getOperand(1 - order)->getDefiningOp();
-    if (!silu || silu->getKind() != OpKind::Silu || !isTokenMatmul(up, t))
+    if (!silu || silu->getKind() != OpKind::Silu || !up)
       continue;
     const ir::Op *gate = silu->getOperand(0)->getDefiningOp();
-    if (!isTokenMatmul(gate, t) || gate == up)
+    if (!gate)
+      continue;
+    std::optional<double> gateMax, upMin, upMax;
+    if (gate->getKind() == OpKind::Clamp) {
+      if (gate->optAttr<double>("min") || !gate->optAttr<double>("max"))
+        continue;
+      gateMax = *gate->optAttr<double>("max");
+      gate = gate->getOperand(0)->getDefiningOp();
+    }
+    if (up->getKind() == OpKind::Clamp) {
+      const double *lo = up->optAttr<double>("min");
+      const double *hi = up->optAttr<double>("max");
+      if (!lo || !hi)
+        continue;
+      upMin = *lo;
+      upMax = *hi;
+      up = up->getOperand(0)->getDefiningOp();
+    }
+    bool clamped = gateMax.has_value();
+    if (clamped != upMax.has_value() ||
+        (clamped &&
+         (*upMax != *gateMax || *upMin != -*gateMax || !(*gateMax > 0.0))))
+      continue;
+    if (!isTokenMatmul(gate, t) || !isTokenMatmul(up, t) || gate == up)
       continue;
     f.gateParam = gate->getOperand(1)->getDefiningOp();
     f.upParam = up->getOperand(1)->getDefiningOp();
     f.downParam = down->getOperand(1)->getDefiningOp();
-    break;
+    if (clamped) {
+      f.limit = static_cast<float>(*gateMax);
+      clamps = 2;
+    }
   }
   if (!f.gateParam ||
       f.gateParam->getResult()->type != f.upParam->getResult()->type)
     return false;
-  // Nothing else in the body (its three params, three matmuls, silu and
-  // mul), so no other op reads an intermediate value.
+  // Nothing else in the body (its three params, three matmuls, silu, mul
+  // and the clamps), so no other op reads an intermediate value.
   size_t ops = 0;
   for (const auto &o : body.getOps())
     if (o->getKind() != OpKind::Yield)
       ++ops;
-  return ops == 8 && yield->getNumOperands() == 1;
+  return ops == 8 + clamps && yield->getNumOperands() == 1;
 }
 
 bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
@@ -195,14 +226,17 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   thenBranch.set_name(b.fresh("moe_op"));
   elseBranch.set_name(b.fresh("moe_no_tokens"));
   GraphBuilder::Target outer = b.retarget(thenBranch, thenBranch.name() + "_");
-  std::string y =
-      b.nodeInDomain(kContribDomain, "MoE", {x, chosen, f.fc1, "", f.fc2},
-                     {OnnxAttr::integer("k", k * f.parts),
-                      OnnxAttr::str("activation_type", "swiglu"),
-                      OnnxAttr::integer("normalize_routing_weights", 0),
-                      OnnxAttr::integer("swiglu_fusion", 1),
-                      OnnxAttr::real("activation_alpha", 1.0f),
-                      OnnxAttr::real("activation_beta", 0.0f)});
+  std::vector<OnnxAttr> attrs = {
+      OnnxAttr::integer("k", k * f.parts),
+      OnnxAttr::str("activation_type", "swiglu"),
+      OnnxAttr::integer("normalize_routing_weights", 0),
+      OnnxAttr::integer("swiglu_fusion", 1),
+      OnnxAttr::real("activation_alpha", 1.0f),
+      OnnxAttr::real("activation_beta", 0.0f)};
+  if (f.limit)
+    attrs.push_back(OnnxAttr::real("swiglu_limit", *f.limit));
+  std::string y = b.nodeInDomain(kContribDomain, "MoE",
+                                 {x, chosen, f.fc1, "", f.fc2}, attrs);
   addGraphOutput(thenBranch, y, act);
   b.restore(std::move(outer));
   outer = b.retarget(elseBranch, elseBranch.name() + "_");

@@ -21,6 +21,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -108,6 +109,8 @@ private:
     /// Blocks each expert is cut into along its intermediate dim (the
     /// MoE op sees P * E experts of intermediate I / P).
     int64_t parts = 1;
+    /// The SwiGLU's clamp (gate from above, up on both sides), if any.
+    std::optional<float> limit;
     /// [P * E, 2 I / P, D] initializer, gate and up rows alternating, and
     /// [P * E, D, I / P] down blocks (part-major: entry p * E + e).
     std::string fc1, fc2;
