@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One attention layer's decode step in ONNX Runtime, in three forms.
+"""One attention layer's decode step in ONNX Runtime, in four forms.
 
 Builds single-layer models (Qwen2.5-0.5B heads by default: 14 query heads,
 2 KV heads, head_dim 64, f32, batch 1) and times one decode step at each past
@@ -7,8 +7,9 @@ length with onnxruntime-node (CPU, 2 threads), rounds interleaved:
   five  queries [B, Hkv, G, S, D] against keys [B, Hkv, 1, D, T]: the
         broadcast batched matmul archc emitted before issue 8;
   four  queries [B, Hkv, G*S, D] against keys [B, Hkv, D, T] (archc now);
-  gqa   com.microsoft GroupQueryAttention (separate past/present buffers).
-All three append the new key/value to the past (present outputs) and are
+  gqa   com.microsoft GroupQueryAttention (separate past/present buffers);
+  att23 the standard Attention of opset 23 (q/kv_num_heads, past inputs).
+All four append the new key/value to the past (present outputs) and are
 checked to agree. The figures behind docs/decisions.md ("Decode at the
 memory bound"). Usage: attention_forms.py [--pasts 128,1024] [--threads 2]
 """
@@ -31,22 +32,24 @@ const med = (x) => { x = [...x].sort((a, b) => a - b); return x[x.length >> 1]; 
 const t = (shape) => { const n = shape.reduce((a, b) => a * b, 1); const a = new Float32Array(n);
   for (let i = 0; i < n; i++) a[i] = Math.sin(i) * 0.1; return new ort.Tensor('float32', a, shape); };
 (async () => {
-  const forms = ['five', 'four', 'gqa'], ss = {};
+  const forms = ['five', 'four', 'gqa', 'att23'], ss = {};
   for (const n of forms) ss[n] = await ort.InferenceSession.create(dir + '/' + n + '.onnx',
     { intraOpNumThreads: threads, graphOptimizationLevel: 'all' });
   const out = {};
   for (const P of pasts) {
     const f4 = { q: t([1, 1, H, D]), k: t([1, 1, KV, D]), v: t([1, 1, KV, D]), pk: t([1, KV, P, D]), pv: t([1, KV, P, D]) };
+    const f3 = { q: t([1, 1, H * D]), k: t([1, 1, KV * D]), v: t([1, 1, KV * D]), pk: f4.pk, pv: f4.pv };
     const fg = { q: t([1, 1, H * D]), k: t([1, 1, KV * D]), v: t([1, 1, KV * D]), pk: f4.pk, pv: f4.pv,
       seqlens: new ort.Tensor('int32', Int32Array.from([P]), [1]), total: new ort.Tensor('int32', Int32Array.from([P + 1]), [1]) };
     const res = {}, last = {};
     for (let r = 0; r < 5; r++) for (const n of forms) {
       const ts = [];
-      for (let i = 0; i < 100; i++) { const s = process.hrtime.bigint(); last[n] = await ss[n].run(n === 'gqa' ? fg : f4); ts.push(Number(process.hrtime.bigint() - s) / 1e3); }
+      const feeds = n === 'gqa' ? fg : n === 'att23' ? f3 : f4;
+      for (let i = 0; i < 100; i++) { const s = process.hrtime.bigint(); last[n] = await ss[n].run(feeds); ts.push(Number(process.hrtime.bigint() - s) / 1e3); }
       (res[n] = res[n] || []).push(med(ts));
     }
     let diff = 0; const a = last.four.o.data;
-    for (const n of ['five', 'gqa']) for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i] - last[n].o.data[i]));
+    for (const n of ['five', 'gqa', 'att23']) for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i] - last[n].o.data[i]));
     out[P] = { us: Object.fromEntries(forms.map((n) => [n, med(res[n])])), max_diff: diff };
   }
   console.log(JSON.stringify(out));
@@ -118,6 +121,13 @@ def build(d, heads, kv, dim):
                        ["o", "present.k", "present.v"], domain="com.microsoft",
                        num_heads=heads, kv_num_heads=kv, scale=dim ** -0.5)]
     save("gqa", gqa, gins, gouts, [], [h.make_opsetid("com.microsoft", 1)])
+    att = [h.make_node("Attention", ["q", "k", "v", "", "pk", "pv"],
+                       ["o", "present.k", "present.v"], q_num_heads=heads,
+                       kv_num_heads=kv, scale=dim ** -0.5)]
+    graph = h.make_graph(att, "att23", gins[:5], gouts)
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", 23)])
+    m.ir_version = 10
+    onnx.save(m, os.path.join(d, "att23.onnx"))
 
 
 def main():
@@ -138,11 +148,11 @@ def main():
                            check=True, capture_output=True, text=True)
     res = json.loads(r.stdout)
     print("one layer's decode step (median us): 5-D broadcast / 4-D grouped"
-          " / GroupQueryAttention")
+          " / GroupQueryAttention / Attention-23")
     for past, x in res.items():
         u = x["us"]
         print(f"  past {past:>5}: {u['five']:8.1f} / {u['four']:8.1f} / "
-              f"{u['gqa']:8.1f}   (outputs agree within "
+              f"{u['gqa']:8.1f} / {u['att23']:8.1f}   (outputs agree within "
               f"{x['max_diff']:.1e})")
 
 
