@@ -138,6 +138,23 @@ std::string OnnxLowering::expertContribution(const ir::Op &op,
   return scaleInput ? widen(ye) : b.node("Mul", {widen(ye), widen(wsel)});
 }
 
+std::string OnnxLowering::tokenRowsShape(const ir::Op &op, const std::string &x,
+                                         int64_t width) {
+  const ir::TensorType &xt = op.getOperand(0)->type;
+  ir::SymExpr tokens(1);
+  for (size_t i = 0; i + 1 < xt.rank(); ++i)
+    tokens = tokens * xt.dims[i];
+  std::string shape = sharedShape({tokens, ir::SymExpr(width)});
+  if (!shape.empty())
+    return shape;
+  if (width == xt.dims.back().getConstant().value_or(-1))
+    return b.node("Shape", {x});
+  return b.node(
+      "Concat",
+      {b.node("Shape", {x}, {OnnxAttr::integer("end", 1)}), b.i64({width})},
+      {OnnxAttr::integer("axis", 0)});
+}
+
 bool OnnxLowering::lowerExperts(const ir::Op &op) {
   if (expert >= 0 || !expertIndex.empty())
     return fail(op, "nested expert dispatch");
@@ -154,20 +171,8 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
     ok = dispatchFused(op, x, out, fused);
   } else {
     // The weighted sum accumulates in float32 (more accurate, and ONNX
-    // Runtime's CPU ScatterND has no float16 add), from zeros of [N, dOut]:
-    // a shape shared by every layer where the token dims are graph symbols.
-    ir::SymExpr tokens(1);
-    for (size_t i = 0; i + 1 < xt.rank(); ++i)
-      tokens = tokens * xt.dims[i];
-    std::string accShape = sharedShape({tokens, ir::SymExpr(dOut)});
-    if (accShape.empty()) {
-      accShape = b.node("Shape", {x});
-      if (dOut != dIn)
-        accShape = b.node("Concat",
-                          {b.node("Slice", {accShape, b.i64({0}), b.i64({1})}),
-                           b.i64({dOut})},
-                          {OnnxAttr::integer("axis", 0)});
-    }
+    // Runtime's CPU ScatterND has no float16 add), from zeros of [N, dOut].
+    std::string accShape = tokenRowsShape(op, x, dOut);
     out = b.node("ConstantOfShape", {accShape});
     ok = expertBodyStackable(*op.getRegions()[0])
              ? dispatchScan(op, x, out)

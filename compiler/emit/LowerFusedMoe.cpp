@@ -33,7 +33,6 @@
 #include "emit/OnnxContribSchemas.h"
 #include "emit/OnnxLowering.h"
 
-#include <cstring>
 #include <limits>
 #include <optional>
 
@@ -179,10 +178,10 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
       f.downParam->getResult()->type, f.parts, 1);
 
   // The MoE op routes by itself (softmax over its experts' logits, top k),
-  // so it is handed the route's own choice: the
-  // logarithms of the k weights at their experts, -inf elsewhere, repeated
-  // for the P parts; it then weights each of the P * k blocks w / (P * sum
-  // w), which the output's scale by P * sum w undoes.
+  // so it is handed the route's own choice: the logarithms of the k
+  // weights at their experts, -inf elsewhere, repeated for the P parts; it
+  // then weights each of the P * k blocks w / (P * sum w), which the
+  // output's scale by P * sum w undoes.
   std::string noExpert;
   {
     std::vector<float> inf(static_cast<size_t>(count),
@@ -192,18 +191,8 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
     noExpert =
         b.raw(bytes, onnx::TensorProto_DataType_FLOAT, {1, count}, "no_expert");
   }
-  // [N, E] of -inf, N the token count (a shape the layers share where the
-  // token dims are graph symbols).
-  const ir::TensorType &xt = op.getOperand(0)->type;
-  ir::SymExpr tokens(1);
-  for (size_t i = 0; i + 1 < xt.rank(); ++i)
-    tokens = tokens * xt.dims[i];
-  std::string gridShape = sharedShape({tokens, ir::SymExpr(count)});
-  if (gridShape.empty())
-    gridShape = b.node(
-        "Concat",
-        {b.node("Shape", {x}, {OnnxAttr::integer("end", 1)}), b.i64({count})},
-        {OnnxAttr::integer("axis", 0)});
+  // [N, E] of -inf, N the token count.
+  std::string gridShape = tokenRowsShape(op, x, count);
   std::string grid = b.node("Expand", {noExpert, gridShape});
   std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
   std::string chosen =

@@ -218,6 +218,12 @@ private:
   // LowerMoe.cpp.
   bool lowerRoute(const ir::Op &op);
 
+  /// [N, width], N the token rows of `experts` op (the product of its
+  /// input's leading dims): a shape the layers share where those dims are
+  /// graph symbols, else computed from the flattened tokens `x`.
+  std::string tokenRowsShape(const ir::Op &op, const std::string &x,
+                             int64_t width);
+
   // LowerFusedMoe.cpp.
   /// Whether `experts` (with its router) is what ONNX Runtime's MoE op
   /// computes: a route with positive weights and no hash table, a SwiGLU
