@@ -6,9 +6,19 @@
 //   - ORT's large GEMV ([1, K] x [K, N], ~1 GB of f32 weights): median run;
 //   - ORT's sgemm ([M, K] x [K, N]): median run;
 //   - per model: decode steps at each past length (a synthetic cache of that
-//     length, the same step repeated: median step), and one prefill.
+//     length, the same step repeated: median step), in two ways: `decode`
+//     returns every output to JavaScript, as transformers.js does (the
+//     binding copies each `present.*` into a new ArrayBuffer, the whole
+//     cache on every step); `decode_graph` fetches only the logits, so the
+//     step is the graph's own work (the presents are still computed, they
+//     feed the attention), as for a client that binds its outputs in place
+//     (onnxruntime-genai). Steps of both ways at every length interleave
+//     one by one, so that a step at the last past has one at the first past
+//     beside it under the same load (`last_vs_first`, `graph_last_vs_first`:
+//     medians of those pairs' ratios); and one prefill.
 // Prints one JSON object: {rounds: [{probe_gbs, gemv_ms, sgemm_ms,
-// models: {label: {decode: {past: ms}, prefill_ms}}}], load_s: {label: s}}.
+// models: {label: {decode: {past: ms}, decode_graph: {past: ms},
+// last_vs_first, graph_last_vs_first, prefill_ms}}}], load_s: {label: s}}.
 // Usage: ort_bench.js PLAN.json
 'use strict';
 const fs = require('fs');
@@ -67,6 +77,30 @@ async function timeRuns(sess, f, runs) {
   return median(t);
 }
 
+// Decode steps of one model at each of its past lengths and in both fetch
+// ways, interleaved.
+async function timeDecodes(m) {
+  const pasts = m.spec.pasts;
+  const ways = [undefined, ['logits']];
+  const fs = pasts.map((p) => feeds(m, p, 1));
+  const t = ways.map(() => pasts.map(() => []));
+  for (let i = 0; i < m.spec.decodes; i++)
+    for (const [w, fetches] of ways.entries())
+      for (let j = 0; j < pasts.length; j++) {
+        const s = now();
+        await (fetches ? m.sess.run(fs[j], fetches) : m.sess.run(fs[j]));
+        t[w][j].push(now() - s);
+      }
+  const res = {};
+  for (const [w, key] of ['', 'graph_'].entries()) {
+    const decode = {};
+    pasts.forEach((p, j) => { decode[p] = median(t[w][j]); });
+    res[key ? 'decode_graph' : 'decode'] = decode;
+    res[key + 'last_vs_first'] = median(t[w][0].map((first, i) => t[w][pasts.length - 1][i] / first));
+  }
+  return res;
+}
+
 async function main() {
   const plan = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const threads = plan.threads;
@@ -91,9 +125,7 @@ async function main() {
     round.gemv_ms = await timeRuns(gemv, gemvFeed, plan.gemv.runs);
     round.sgemm_ms = await timeRuns(sgemm, sgemmFeed, plan.sgemm.runs);
     for (const m of models) {
-      const res = { decode: {} };
-      for (const past of m.spec.pasts)
-        res.decode[past] = await timeRuns(m.sess, feeds(m, past, 1), m.spec.decodes);
+      const res = await timeDecodes(m);
       if (m.spec.prefill > 0)
         res.prefill_ms = await timeRuns(m.sess, feeds(m, 0, m.spec.prefill), 1);
       round.models[m.spec.label] = res;
