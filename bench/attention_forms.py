@@ -10,8 +10,12 @@ length with onnxruntime-node (CPU, 2 threads), rounds interleaved:
   gqa   com.microsoft GroupQueryAttention (separate past/present buffers);
   att23 the standard Attention of opset 23 (q/kv_num_heads, past inputs).
 All four append the new key/value to the past (present outputs) and are
-checked to agree. The figures behind docs/decisions.md ("Decode at the
-memory bound"). Usage: attention_forms.py [--pasts 128,1024] [--threads 2]
+checked to agree; each call returns every output to JavaScript. Two more
+timings split what a longer past costs: the 4-D form with only its output
+fetched (the presents computed, not copied out by the binding), and a model
+of the two cache Concats alone, both ways. The figures behind
+docs/decisions.md ("Decode at the memory bound"). Usage:
+attention_forms.py [--pasts 128,1024] [--threads 2]
 """
 import argparse
 import json
@@ -33,7 +37,10 @@ const t = (shape) => { const n = shape.reduce((a, b) => a * b, 1); const a = new
   for (let i = 0; i < n; i++) a[i] = Math.sin(i) * 0.1; return new ort.Tensor('float32', a, shape); };
 (async () => {
   const forms = ['five', 'four', 'gqa', 'att23'], ss = {};
-  for (const n of forms) ss[n] = await ort.InferenceSession.create(dir + '/' + n + '.onnx',
+  // [label, model, fetches]: the four forms, then the split of the 4-D one.
+  const runs = forms.map((n) => [n, n, undefined]).concat([['four_o', 'four', ['o']],
+    ['concat', 'concat', undefined], ['concat_o', 'concat', ['o']]]);
+  for (const n of forms.concat(['concat'])) ss[n] = await ort.InferenceSession.create(dir + '/' + n + '.onnx',
     { intraOpNumThreads: threads, graphOptimizationLevel: 'all' });
   const out = {};
   for (const P of pasts) {
@@ -42,15 +49,15 @@ const t = (shape) => { const n = shape.reduce((a, b) => a * b, 1); const a = new
     const fg = { q: t([1, 1, H * D]), k: t([1, 1, KV * D]), v: t([1, 1, KV * D]), pk: f4.pk, pv: f4.pv,
       seqlens: new ort.Tensor('int32', Int32Array.from([P]), [1]), total: new ort.Tensor('int32', Int32Array.from([P + 1]), [1]) };
     const res = {}, last = {};
-    for (let r = 0; r < 5; r++) for (const n of forms) {
+    for (let r = 0; r < 5; r++) for (const [n, model, fetches] of runs) {
       const ts = [];
       const feeds = n === 'gqa' ? fg : n === 'att23' ? f3 : f4;
-      for (let i = 0; i < 100; i++) { const s = process.hrtime.bigint(); last[n] = await ss[n].run(feeds); ts.push(Number(process.hrtime.bigint() - s) / 1e3); }
+      for (let i = 0; i < 100; i++) { const s = process.hrtime.bigint(); last[n] = await (fetches ? ss[model].run(feeds, fetches) : ss[model].run(feeds)); ts.push(Number(process.hrtime.bigint() - s) / 1e3); }
       (res[n] = res[n] || []).push(med(ts));
     }
     let diff = 0; const a = last.four.o.data;
-    for (const n of ['five', 'gqa', 'att23']) for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i] - last[n].o.data[i]));
-    out[P] = { us: Object.fromEntries(forms.map((n) => [n, med(res[n])])), max_diff: diff };
+    for (const n of ['five', 'gqa', 'att23', 'four_o']) for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i] - last[n].o.data[i]));
+    out[P] = { us: Object.fromEntries(runs.map(([n]) => [n, med(res[n])])), max_diff: diff };
   }
   console.log(JSON.stringify(out));
 })();
@@ -109,6 +116,11 @@ def build(d, heads, kv, dim):
         h.make_node("Softmax", ["ss"], ["p"], axis=-1),
         h.make_node("MatMul", ["p", "present.v"], ["og"])] + tail
     save("four", four, ins, outs, [scale])
+    # The cache appends alone: the query passed through as the output.
+    concat = common + [h.make_node("Reshape", ["qt", "so"], ["o4"]),
+                       h.make_node("Transpose", ["o4"], ["o"],
+                                   perm=[0, 2, 1, 3])]
+    save("concat", concat, ins, outs, [])
     gins = [vi("q", ["b", "s", heads * dim]), vi("k", ["b", "s", kv * dim]),
             vi("v", ["b", "s", kv * dim]), vi("pk", ["b", kv, "p", dim]),
             vi("pv", ["b", kv, "p", dim]), vi("seqlens", ["b"], T.INT32),
@@ -148,12 +160,15 @@ def main():
                            check=True, capture_output=True, text=True)
     res = json.loads(r.stdout)
     print("one layer's decode step (median us): 5-D broadcast / 4-D grouped"
-          " / GroupQueryAttention / Attention-23")
+          " / GroupQueryAttention / Attention-23; then the 4-D form with only"
+          " its output fetched, the cache Concats alone (every output / only"
+          " o)")
     for past, x in res.items():
         u = x["us"]
         print(f"  past {past:>5}: {u['five']:8.1f} / {u['four']:8.1f} / "
               f"{u['gqa']:8.1f} / {u['att23']:8.1f}   (outputs agree within "
-              f"{x['max_diff']:.1e})")
+              f"{x['max_diff']:.1e});  {u['four_o']:8.1f};  "
+              f"{u['concat']:8.1f} / {u['concat_o']:8.1f}")
 
 
 if __name__ == "__main__":
