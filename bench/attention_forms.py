@@ -14,13 +14,16 @@ checked to agree; each call returns every output to JavaScript. Two more
 timings split what a longer past costs: the 4-D form with only its output
 fetched (the presents computed, not copied out by the binding), and a model
 of the two cache Concats alone, both ways. The figures behind
-docs/decisions.md ("Decode at the memory bound"). Usage:
-attention_forms.py [--pasts 128,1024] [--threads 2]
+docs/decisions.md ("Decode at the memory bound"). Exits 1 when the forms'
+outputs (o and the presents) disagree beyond --tolerance; ctest
+bench.attention_forms runs it so, with a few calls. Usage:
+attention_forms.py [--pasts 128,1024] [--threads 2] [--calls 100]
 """
 import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -31,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = r"""
 const ort = require(process.argv[1]);
 const [dir, H, KV, D, threads] = [process.argv[2], ...process.argv.slice(3, 7).map(Number)];
-const pasts = process.argv[7].split(',').map(Number);
+const pasts = process.argv[7].split(',').map(Number), calls = Number(process.argv[8]);
 const med = (x) => { x = [...x].sort((a, b) => a - b); return x[x.length >> 1]; };
 const t = (shape) => { const n = shape.reduce((a, b) => a * b, 1); const a = new Float32Array(n);
   for (let i = 0; i < n; i++) a[i] = Math.sin(i) * 0.1; return new ort.Tensor('float32', a, shape); };
@@ -52,11 +55,19 @@ const t = (shape) => { const n = shape.reduce((a, b) => a * b, 1); const a = new
     for (let r = 0; r < 5; r++) for (const [n, model, fetches] of runs) {
       const ts = [];
       const feeds = n === 'gqa' ? fg : n === 'att23' ? f3 : f4;
-      for (let i = 0; i < 100; i++) { const s = process.hrtime.bigint(); last[n] = await (fetches ? ss[model].run(feeds, fetches) : ss[model].run(feeds)); ts.push(Number(process.hrtime.bigint() - s) / 1e3); }
+      for (let i = 0; i < calls; i++) { const s = process.hrtime.bigint(); last[n] = await (fetches ? ss[model].run(feeds, fetches) : ss[model].run(feeds)); ts.push(Number(process.hrtime.bigint() - s) / 1e3); }
       (res[n] = res[n] || []).push(med(ts));
     }
-    let diff = 0; const a = last.four.o.data;
-    for (const n of ['five', 'gqa', 'att23', 'four_o']) for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i] - last[n].o.data[i]));
+    // Every form's outputs against the 4-D form's (the Concats-alone model
+    // only in its presents: its `o` is the query passed through).
+    let diff = 0;
+    for (const n of ['five', 'gqa', 'att23', 'four_o', 'concat'])
+      for (const o of ['o', 'present.k', 'present.v']) {
+        if (!last[n][o] || (n === 'concat' && o === 'o')) continue;
+        const a = last.four[o].data, b = last[n][o].data;
+        if (a.length !== b.length) diff = Infinity;
+        for (let i = 0; i < a.length; i++) diff = Math.max(diff, Math.abs(a[i] - b[i]));
+      }
     out[P] = { us: Object.fromEntries(runs.map(([n]) => [n, med(res[n])])), max_diff: diff };
   }
   console.log(JSON.stringify(out));
@@ -149,6 +160,10 @@ def main():
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--pasts", default="128,1024")
+    ap.add_argument("--calls", type=int, default=100,
+                    help="calls per form, round and past (median)")
+    ap.add_argument("--tolerance", type=float, default=1e-6,
+                    help="exit 1 when the forms' outputs differ by more")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         build(d, args.heads, args.kv_heads, args.head_dim)
@@ -156,7 +171,7 @@ def main():
                            "onnxruntime-node")
         r = subprocess.run(["node", "-e", RUN, ort, d, str(args.heads),
                             str(args.kv_heads), str(args.head_dim),
-                            str(args.threads), args.pasts],
+                            str(args.threads), args.pasts, str(args.calls)],
                            check=True, capture_output=True, text=True)
     res = json.loads(r.stdout)
     print("one layer's decode step (median us): 5-D broadcast / 4-D grouped"
@@ -169,6 +184,9 @@ def main():
               f"{u['gqa']:8.1f} / {u['att23']:8.1f}   (outputs agree within "
               f"{x['max_diff']:.1e});  {u['four_o']:8.1f};  "
               f"{u['concat']:8.1f} / {u['concat_o']:8.1f}")
+    worst = max(x["max_diff"] for x in res.values())
+    if not worst <= args.tolerance:
+        sys.exit(f"the forms disagree: {worst:.2e} > {args.tolerance:.0e}")
 
 
 if __name__ == "__main__":
