@@ -67,36 +67,39 @@ function feeds(m, past, s) {
   return f;
 }
 
+// Milliseconds of one call; `fetches` undefined returns every output.
+async function timeRun(sess, f, fetches) {
+  const s = now();
+  await sess.run(f, fetches);
+  return now() - s;
+}
+
 async function timeRuns(sess, f, runs) {
   const t = [];
-  for (let i = 0; i < runs; i++) {
-    const s = now();
-    await sess.run(f);
-    t.push(now() - s);
-  }
+  for (let i = 0; i < runs; i++) t.push(await timeRun(sess, f));
   return median(t);
 }
+
+// The two fetch ways of a decode step and the result keys of each.
+const DECODE_WAYS = [
+  { fetches: undefined, steps: 'decode', pair: 'last_vs_first' },
+  { fetches: ['logits'], steps: 'decode_graph', pair: 'graph_last_vs_first' },
+];
 
 // Decode steps of one model at each of its past lengths and in both fetch
 // ways, interleaved.
 async function timeDecodes(m) {
   const pasts = m.spec.pasts;
-  const ways = [undefined, ['logits']];
   const fs = pasts.map((p) => feeds(m, p, 1));
-  const t = ways.map(() => pasts.map(() => []));
+  const t = DECODE_WAYS.map(() => pasts.map(() => []));
   for (let i = 0; i < m.spec.decodes; i++)
-    for (const [w, fetches] of ways.entries())
-      for (let j = 0; j < pasts.length; j++) {
-        const s = now();
-        await (fetches ? m.sess.run(fs[j], fetches) : m.sess.run(fs[j]));
-        t[w][j].push(now() - s);
-      }
+    for (const [w, way] of DECODE_WAYS.entries())
+      for (const [j, f] of fs.entries()) t[w][j].push(await timeRun(m.sess, f, way.fetches));
   const res = {};
-  for (const [w, key] of ['', 'graph_'].entries()) {
-    const decode = {};
-    pasts.forEach((p, j) => { decode[p] = median(t[w][j]); });
-    res[key ? 'decode_graph' : 'decode'] = decode;
-    res[key + 'last_vs_first'] = median(t[w][0].map((first, i) => t[w][pasts.length - 1][i] / first));
+  for (const [w, way] of DECODE_WAYS.entries()) {
+    res[way.steps] = Object.fromEntries(pasts.map((p, j) => [p, median(t[w][j])]));
+    const [first, last] = [t[w][0], t[w][pasts.length - 1]];
+    res[way.pair] = median(first.map((ms, i) => last[i] / ms));
   }
   return res;
 }
