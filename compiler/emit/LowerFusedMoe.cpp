@@ -29,12 +29,23 @@
 // (swiglu_fusion = 1; WeightPlan::useInterleavedStack) and the down
 // matrices as [P * E, D, I / P].
 //
+// Or the same over the checkpoint's own stacks, read through expert_slice
+// (matchStackedBody): gate and up one [E, 2I, D] matrix ([E, D, 2I] input-
+// major) split in halves or, gpt-oss, alternating; optional [E, 2I] / [E, D]
+// biases; the gate's activation gate * sigmoid(alpha * gate), up + beta
+// (the op's activation_alpha / activation_beta); the clamps as above. Its
+// blocks are made from the stacks expert by expert
+// (WeightPlan::useExpertBlocks), and the stacks themselves are no
+// initializers (fusedStacks).
+//
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxContribSchemas.h"
 #include "emit/OnnxLowering.h"
 
+#include <functional>
 #include <limits>
 #include <optional>
+#include <set>
 
 namespace archc {
 
@@ -45,6 +56,45 @@ bool isExpertMatrix(const ir::Value *v) {
   const ir::Op *d = v->getDefiningOp();
   return d && d->getKind() == OpKind::Param && v->type.rank() == 2 &&
          d->attr<std::string>("name").find("{e}") != std::string::npos;
+}
+
+const ir::Op *definer(const ir::Value *v) {
+  return v ? v->getDefiningOp() : nullptr;
+}
+
+/// The float checkpoint stack whose expert slice of rank `rank` is `v`.
+const ir::Op *slicedStack(const ir::Value *v, size_t rank) {
+  const ir::Op *slice = definer(v);
+  if (!slice || slice->getKind() != OpKind::ExpertSlice ||
+      v->type.rank() != rank)
+    return nullptr;
+  const ir::Op *p = definer(slice->getOperand(0));
+  return p && p->getKind() == OpKind::Param &&
+                 ir::isFloat(p->getResult()->type.dtype)
+             ? p
+             : nullptr;
+}
+
+/// The value of a scalar constant.
+std::optional<double> scalarConst(const ir::Value *v) {
+  const ir::Op *c = definer(v);
+  if (!c || c->getKind() != OpKind::Const || v->type.rank() != 0)
+    return std::nullopt;
+  return c->attr<double>("value");
+}
+
+int64_t lastDim(const ir::Value *v) {
+  return v->type.rank() ? v->type.dims.back().getConstant().value_or(-1) : -1;
+}
+
+/// A split of the last axis into the given sizes.
+bool splitsLast(const ir::Op *op, const std::vector<int64_t> &sizes) {
+  if (!op || op->getKind() != OpKind::Split || op->getNumResults() != 2)
+    return false;
+  int64_t axis = op->attr<int64_t>("axis");
+  int64_t rank = static_cast<int64_t>(op->getOperand(0)->type.rank());
+  return (axis == -1 || axis == rank - 1) &&
+         op->attr<std::vector<int64_t>>("sizes") == sizes;
 }
 
 /// A matmul of the body's tokens by a per-expert [out, in] matrix.
@@ -78,10 +128,19 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
        scoring != "sqrtsoftplus" && scoring != "sparsemixer") ||
       route->operand("table") || !(route->attr<double>("scale") > 0.0))
     return false;
-  // The body: yield(silu(t Wg^T) * (t Wu^T) Wd^T), nothing else.
+  // The body: yield(silu(t Wg^T) * (t Wu^T) Wd^T), nothing else; or the
+  // same over the checkpoint's own stacks.
   const ir::Block &body = *op.getRegions()[0];
   if (!expertBodyStackable(body) || body.getArguments().empty())
     return false;
+  if (matchStackedBody(body, f)) {
+    int64_t count = op.attr<int64_t>("count");
+    return f.fc1Stack->getResult()->type.dims[0].getConstant() ==
+               std::optional<int64_t>(count) &&
+           f.fc2Stack->getResult()->type.dims[0].getConstant() ==
+               std::optional<int64_t>(count);
+  }
+  f = FusedExperts();
   const ir::Value *t = body.getArgument(0);
   const ir::Op *yield = body.getTerminator();
   const ir::Op *down = yield ? yield->getOperand(0)->getDefiningOp() : nullptr;
@@ -145,11 +204,198 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   return ops == 8 + clamps && yield->getNumOperands() == 1;
 }
 
-bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
-                                 std::string &out, FusedExperts &f) {
-  contribOps = true;
+bool OnnxLowering::matchStackedBody(const ir::Block &body,
+                                    FusedExperts &f) const {
+  // Walked back from the yield; every op of the body must be matched.
+  std::set<const ir::Op *> seen;
+  auto take = [&seen](const ir::Value *v, OpKind kind) -> const ir::Op * {
+    const ir::Op *d = definer(v);
+    if (!d || d->getKind() != kind)
+      return nullptr;
+    seen.insert(d);
+    return d;
+  };
+  // A value plus a bias stack's slice (either order): the other operand.
+  auto biased = [&](const ir::Value *v,
+                    const ir::Op *&bias) -> const ir::Value * {
+    const ir::Op *add = definer(v);
+    if (!add || add->getKind() != OpKind::Add)
+      return v;
+    for (size_t i = 0; i < 2; ++i)
+      if (const ir::Op *stack = slicedStack(add->getOperand(i), 1)) {
+        bias = stack;
+        seen.insert(add);
+        seen.insert(definer(add->getOperand(i)));
+        return add->getOperand(1 - i);
+      }
+    return v;
+  };
+  const ir::Value *t = body.getArgument(0);
+  const ir::Op *yield = body.getTerminator();
+  if (!yield || yield->getNumOperands() != 1)
+    return false;
+  const ir::Op *down =
+      take(biased(yield->getOperand(0), f.fc2BiasStack), OpKind::MatMul);
+  if (!down || !(f.fc2Stack = slicedStack(down->getOperand(1), 2)))
+    return false;
+  seen.insert(definer(down->getOperand(1)));
+  f.inputMajor = !down->attr<bool>("transpose_b");
+  const ir::Op *mul = take(down->getOperand(0), OpKind::Mul);
+  if (!mul)
+    return false;
+  // gate * sigmoid(alpha * gate) (or silu(gate)) times up (+ beta).
+  const ir::Value *g = nullptr, *u = nullptr;
+  for (size_t order = 0; order < 2 && !g; ++order) {
+    std::set<const ir::Op *> mine;
+    const ir::Value *gate = nullptr;
+    double alpha = 1.0, beta = 0.0;
+    const ir::Op *act = definer(mul->getOperand(order));
+    if (act && act->getKind() == OpKind::Silu) {
+      gate = act->getOperand(0);
+      mine.insert(act);
+    } else if (act && act->getKind() == OpKind::Mul) {
+      for (size_t i = 0; i < 2 && !gate; ++i) {
+        const ir::Op *sig = definer(act->getOperand(1 - i));
+        if (!sig || sig->getKind() != OpKind::Sigmoid)
+          continue;
+        const ir::Value *cand = act->getOperand(i);
+        const ir::Value *arg = sig->getOperand(0);
+        const ir::Op *scale = definer(arg);
+        if (arg == cand) {
+          gate = cand;
+        } else if (scale && scale->getKind() == OpKind::Mul) {
+          for (size_t j = 0; j < 2 && !gate; ++j)
+            if (scale->getOperand(j) == cand)
+              if (auto a = scalarConst(scale->getOperand(1 - j))) {
+                gate = cand;
+                alpha = *a;
+                mine.insert({scale, definer(scale->getOperand(1 - j))});
+              }
+        }
+        if (gate)
+          mine.insert({act, sig});
+      }
+    }
+    if (!gate)
+      continue;
+    const ir::Value *up = mul->getOperand(1 - order);
+    const ir::Op *shift = definer(up);
+    if (shift && shift->getKind() == OpKind::Add)
+      for (size_t i = 0; i < 2; ++i)
+        if (auto c = scalarConst(shift->getOperand(1 - i))) {
+          beta = *c;
+          mine.insert({shift, definer(shift->getOperand(1 - i))});
+          up = shift->getOperand(i);
+          break;
+        }
+    g = gate;
+    u = up;
+    f.alpha = static_cast<float>(alpha);
+    f.beta = static_cast<float>(beta);
+    seen.insert(mine.begin(), mine.end());
+  }
+  if (!g)
+    return false;
+  // Optional clamps at one limit L: the gate from above, up on both sides.
+  const ir::Op *gc = definer(g), *uc = definer(u);
+  bool gClamped = gc && gc->getKind() == OpKind::Clamp;
+  bool uClamped = uc && uc->getKind() == OpKind::Clamp;
+  if (gClamped != uClamped)
+    return false;
+  if (gClamped) {
+    const double *gMax = gc->optAttr<double>("max");
+    const double *uMin = uc->optAttr<double>("min");
+    const double *uMax = uc->optAttr<double>("max");
+    if (gc->optAttr<double>("min") || !gMax || !uMin || !uMax ||
+        *uMax != *gMax || *uMin != -*gMax || !(*gMax > 0.0))
+      return false;
+    f.limit = static_cast<float>(*gMax);
+    seen.insert({gc, uc});
+    g = gc->getOperand(0);
+    u = uc->getOperand(0);
+  }
+  // gate and up from fc1's output: split in halves, or (interleaved) its
+  // [..., I, 2] view split in pairs and each reshaped back to [..., I].
+  int64_t inter = lastDim(g);
+  if (inter <= 0 || lastDim(u) != inter)
+    return false;
+  const ir::Op *split = definer(g);
+  const ir::Value *fc1Out = nullptr;
+  if (splitsLast(split, {inter, inter}) && definer(u) == split &&
+      g == split->getResult(0) && u == split->getResult(1)) {
+    seen.insert(split);
+    fc1Out = split->getOperand(0);
+  } else {
+    const ir::Op *gr = definer(g), *ur = definer(u);
+    if (!gr || !ur || gr->getKind() != OpKind::Reshape ||
+        ur->getKind() != OpKind::Reshape)
+      return false;
+    split = definer(gr->getOperand(0));
+    if (!splitsLast(split, {1, 1}) || definer(ur->getOperand(0)) != split ||
+        gr->getOperand(0) != split->getResult(0) ||
+        ur->getOperand(0) != split->getResult(1))
+      return false;
+    const ir::Op *pairs = definer(split->getOperand(0));
+    if (!pairs || pairs->getKind() != OpKind::Reshape)
+      return false;
+    const ir::TensorType &pt = pairs->getResult()->type;
+    if (pt.rank() < 2 || lastDim(pairs->getResult()) != 2 ||
+        pt.dims[pt.rank() - 2].getConstant() != std::optional<int64_t>(inter))
+      return false;
+    seen.insert({gr, ur, split, pairs});
+    fc1Out = pairs->getOperand(0);
+    f.interleaved = true;
+  }
+  const ir::Op *fc1 = take(biased(fc1Out, f.fc1BiasStack), OpKind::MatMul);
+  if (!fc1 || fc1->getOperand(0) != t ||
+      fc1->attr<bool>("transpose_b") == f.inputMajor ||
+      !(f.fc1Stack = slicedStack(fc1->getOperand(1), 2)))
+    return false;
+  seen.insert(definer(fc1->getOperand(1)));
+  // The stacks' shapes: [E, 2I, D] / [E, D, I] (input-major [E, D, 2I] /
+  // [E, I, D]), biases [E, 2I] / [E, D].
+  auto dim = [](const ir::Op *p, size_t i) {
+    return p->getResult()->type.dims[i].getConstant().value_or(-1);
+  };
+  const size_t o = f.inputMajor ? 2 : 1, in = f.inputMajor ? 1 : 2;
+  int64_t hidden = dim(f.fc1Stack, in);
+  if (dim(f.fc1Stack, o) != 2 * inter || dim(f.fc2Stack, o) != hidden ||
+      dim(f.fc2Stack, in) != inter || lastDim(t) != hidden ||
+      (f.fc1BiasStack && dim(f.fc1BiasStack, 1) != 2 * inter) ||
+      (f.fc2BiasStack && dim(f.fc2BiasStack, 1) != hidden))
+    return false;
+  for (const auto &o : body.getOps())
+    if (o->getKind() != OpKind::Yield && !seen.count(o.get()))
+      return false;
+  return true;
+}
+
+void OnnxLowering::findFusedStacks() {
+  if (target != OnnxTarget::Ort)
+    return;
+  std::vector<const ir::Op *> dispatches;
+  std::function<void(const ir::Block &)> visit = [&](const ir::Block &blk) {
+    for (const auto &op : blk.getOps()) {
+      if (op->getKind() == OpKind::Experts)
+        dispatches.push_back(op.get());
+      for (const auto &r : op->getRegions())
+        visit(*r);
+    }
+  };
+  visit(module.graph.body);
+  for (const ir::Op *op : dispatches) {
+    FusedExperts f;
+    if (!matchFusedExperts(*op, f) || !f.fc1Stack)
+      continue;
+    for (const ir::Op *p :
+         {f.fc1Stack, f.fc2Stack, f.fc1BiasStack, f.fc2BiasStack})
+      if (p)
+        fusedStacks.insert(p->getResult());
+  }
+}
+
+void OnnxLowering::perExpertFusedWeights(const ir::Op &op, FusedExperts &f) {
   int64_t count = op.attr<int64_t>("count");
-  int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
   // The interleaved gate/up stack: expert e's gate then up, for every e.
   const std::string &gateName = f.gateParam->attr<std::string>("name");
   const std::string &upName = f.upParam->attr<std::string>("name");
@@ -176,6 +422,49 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   f.fc2 = weights.useInterleavedStack(
       stackedWeightName(downName) + suffix, downMembers, 1,
       f.downParam->getResult()->type, f.parts, 1);
+}
+
+void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
+  // The checkpoint's stacks, expert by expert: fc1 [2I, D] with gate and up
+  // rows alternating, fc2 [D, I], both cut in P parts along I (rows of
+  // fc1, columns of fc2), the biases likewise; fc2's bias is added once,
+  // with part 0 (docs/onnx.md).
+  int64_t inter = f.fc2Stack->getResult()
+                      ->type.dims[f.inputMajor ? 1 : 2]
+                      .getConstant()
+                      .value_or(0);
+  f.parts = inter % 2 == 0 ? 2 : 1;
+  std::string suffix =
+      ".moe" + (f.parts > 1 ? "@" + std::to_string(f.parts) : std::string());
+  auto blocks = [&](const ir::Op *stack, bool transposed, bool halves, int axis,
+                    bool once) {
+    WeightPlan::ExpertBlocks l;
+    l.transposed = transposed;
+    l.interleaveHalves = halves;
+    l.parts = f.parts;
+    l.axis = axis;
+    l.firstPartOnly = once;
+    const std::string &name = stack->attr<std::string>("name");
+    return weights.useExpertBlocks(name + suffix, name,
+                                   stack->getResult()->type, l);
+  };
+  f.fc1 = blocks(f.fc1Stack, f.inputMajor, !f.interleaved, 0, false);
+  f.fc2 = blocks(f.fc2Stack, f.inputMajor, false, 1, false);
+  if (f.fc1BiasStack)
+    f.fc1Bias = blocks(f.fc1BiasStack, false, !f.interleaved, 0, false);
+  if (f.fc2BiasStack)
+    f.fc2Bias = blocks(f.fc2BiasStack, false, false, 0, true);
+}
+
+bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
+                                 std::string &out, FusedExperts &f) {
+  contribOps = true;
+  int64_t count = op.attr<int64_t>("count");
+  int64_t k = op.getOperand(1)->type.dims.back().getConstant().value_or(0);
+  if (f.fc1Stack)
+    stackedFusedWeights(f);
+  else
+    perExpertFusedWeights(op, f);
 
   // The MoE op routes by itself (softmax over its experts' logits, top k),
   // so it is handed the route's own choice: the logarithms of the k
@@ -221,12 +510,13 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
       OnnxAttr::str("activation_type", "swiglu"),
       OnnxAttr::integer("normalize_routing_weights", 0),
       OnnxAttr::integer("swiglu_fusion", 1),
-      OnnxAttr::real("activation_alpha", 1.0f),
-      OnnxAttr::real("activation_beta", 0.0f)};
+      OnnxAttr::real("activation_alpha", f.alpha),
+      OnnxAttr::real("activation_beta", f.beta)};
   if (f.limit)
     attrs.push_back(OnnxAttr::real("swiglu_limit", *f.limit));
-  std::string y = b.nodeInDomain(kContribDomain, "MoE",
-                                 {x, chosen, f.fc1, "", f.fc2}, attrs);
+  std::string y =
+      b.nodeInDomain(kContribDomain, "MoE",
+                     {x, chosen, f.fc1, f.fc1Bias, f.fc2, f.fc2Bias}, attrs);
   addGraphOutput(thenBranch, y, act);
   b.restore(std::move(outer));
   outer = b.retarget(elseBranch, elseBranch.name() + "_");

@@ -57,6 +57,7 @@ OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
     planQuantization();
   findLinearWeights();
   findReshapedWeights();
+  findFusedStacks();
 }
 
 bool OnnxLowering::fail(const ir::Op &op, const std::string &msg) {
@@ -230,6 +231,15 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
       // Read quantized; a float initializer only if a float reader asks.
       const ir::TensorType type = op.getResult()->type;
       names.erase(op.getResult());
+      deferred[op.getResult()] = [this, name, type]() {
+        return weights.use(name, type);
+      };
+      return true;
+    }
+    if (fusedStacks.count(op.getResult())) {
+      // Read by an ORT MoE op through its own blocks: the stack itself is
+      // an initializer only if another reader asks for it.
+      const ir::TensorType type = op.getResult()->type;
       deferred[op.getResult()] = [this, name, type]() {
         return weights.use(name, type);
       };

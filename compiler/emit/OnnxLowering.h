@@ -106,15 +106,30 @@ private:
   /// one interleaved stack `fc1`, and the part-major stacks it reads.
   struct FusedExperts {
     const ir::Op *gateParam = nullptr, *upParam = nullptr, *downParam = nullptr;
+    /// Or the checkpoint's own stacks, read through expert_slice: gate and
+    /// up as one [E, 2I, D] matrix ([E, D, 2I] when `inputMajor`), its
+    /// rows [gate | up] or alternating (`interleaved`, gpt-oss); down [E,
+    /// D, I] ([E, I, D]); optional [E, 2I] and [E, D] biases.
+    const ir::Op *fc1Stack = nullptr, *fc2Stack = nullptr;
+    const ir::Op *fc1BiasStack = nullptr, *fc2BiasStack = nullptr;
+    bool inputMajor = false, interleaved = false;
+    /// The activation gate * sigmoid(alpha * gate) * (up + beta).
+    float alpha = 1.0f, beta = 0.0f;
     /// Blocks each expert is cut into along its intermediate dim (the
     /// MoE op sees P * E experts of intermediate I / P).
     int64_t parts = 1;
     /// The SwiGLU's clamp (gate from above, up on both sides), if any.
     std::optional<float> limit;
     /// [P * E, 2 I / P, D] initializer, gate and up rows alternating, and
-    /// [P * E, D, I / P] down blocks (part-major: entry p * E + e).
-    std::string fc1, fc2;
+    /// [P * E, D, I / P] down blocks (part-major: entry p * E + e); the
+    /// biases' [P * E, 2 I / P] and [P * E, D] (zero after part 0) blocks.
+    std::string fc1, fc2, fc1Bias, fc2Bias;
   };
+  /// The checkpoint stacks (their params' values) that only a fused
+  /// dispatch reads: registered only if something else asks for them.
+  std::set<const ir::Value *> fusedStacks;
+  /// Fills fusedStacks (--target=ort).
+  void findFusedStacks();
   /// The lowering's value caches, saved while a subgraph is built (what a
   /// subgraph defines is not visible outside it).
   struct SavedCaches {
@@ -229,10 +244,18 @@ private:
   /// computes: a route with positive weights and no hash table, a SwiGLU
   /// body of per-expert float matrices, f32 activations. Fills `f`'s params.
   bool matchFusedExperts(const ir::Op &op, FusedExperts &f) const;
+  /// The part of matchFusedExperts for a body over the checkpoint's own
+  /// stacks (expert_slice): [gate | up] split or alternating, with biases,
+  /// the gpt-oss activation and clamps.
+  bool matchStackedBody(const ir::Block &body, FusedExperts &f) const;
   /// The dispatch of a matched `experts` as one MoE op over part-major
   /// stacks, for any token count; `out` is its [N, dOut] float32 result.
   bool dispatchFused(const ir::Op &op, const std::string &x, std::string &out,
                      FusedExperts &f);
+  /// dispatchFused's stacks of per-expert checkpoint tensors, and of the
+  /// checkpoint's own stacks.
+  void perExpertFusedWeights(const ir::Op &op, FusedExperts &f);
+  void stackedFusedWeights(FusedExperts &f);
 
   // LowerExperts.cpp.
   bool lowerExperts(const ir::Op &op);

@@ -216,6 +216,49 @@ const std::string &WeightPlan::useInterleavedStack(
   return use(name, t);
 }
 
+const std::string &WeightPlan::useExpertBlocks(const std::string &name,
+                                               const std::string &source,
+                                               const ir::TensorType &sourceType,
+                                               const ExpertBlocks &layout) {
+  assert((sourceType.rank() == 3 || sourceType.rank() == 2) &&
+         "a stack of matrices or vectors");
+  assert(layout.parts >= 1 && (layout.axis == 0 || layout.axis == 1));
+  // A vector's slice is a column [C, 1].
+  [[maybe_unused]] bool vectors = sourceType.rank() == 2;
+  assert((!vectors || (layout.axis == 0 && !layout.transposed)) &&
+         "a vector is cut along its length");
+  std::vector<ir::SymExpr> m(sourceType.dims.begin() + 1,
+                             sourceType.dims.end());
+  if (layout.transposed)
+    std::swap(m[0], m[1]);
+  // Cut in parts, or (firstPartOnly) whole in part 0 and zeros after it.
+  int64_t cut = m[static_cast<size_t>(layout.axis)].getConstant().value_or(0);
+  int64_t pieces = layout.firstPartOnly ? 1 : layout.parts;
+  assert(cut % pieces == 0 && "parts divide the matrix");
+  m[static_cast<size_t>(layout.axis)] = ir::SymExpr(cut / pieces);
+  int64_t experts = sourceType.dims[0].getConstant().value_or(0);
+  m.insert(m.begin(), ir::SymExpr(experts * layout.parts));
+  ir::TensorType t = sourceType;
+  t.dims = m;
+  Entry &e = entryFor(name, t);
+  e.members = {source};
+  e.blocks = true;
+  e.blockLayout = layout;
+  e.sourceType = sourceType;
+  return use(name, t);
+}
+
+WeightPlan::Entry WeightPlan::blockSource(const Entry &e) const {
+  Entry s;
+  s.name = e.members[0];
+  s.type = e.sourceType;
+  for (const ir::SymExpr &d : e.sourceType.dims)
+    s.shape.push_back(d.getConstant().value_or(0));
+  s.plain = true;
+  s.inOut = inOutNames.count(s.name) > 0;
+  return s;
+}
+
 WeightPlan::Entry WeightPlan::memberEntry(const Entry &stacked,
                                           size_t i) const {
   Entry m;
@@ -313,6 +356,11 @@ bool WeightPlan::validate(DiagnosticEngine &diags, const std::string &ckptPath,
   if (source != WeightSource::Checkpoint || !binder)
     return true;
   for (const Entry &e : entries) {
+    if (e.blocks) {
+      Entry s = blockSource(e);
+      binder->bind(s.name, s.shape, ir::isFloat(s.type.dtype), s.inOut);
+      continue;
+    }
     if (e.members.empty()) {
       binder->bind(e.name, e.shape, ir::isFloat(e.type.dtype), e.inOut);
       continue;
@@ -445,8 +493,71 @@ bool WeightPlan::produceInterleaved(const Entry &stacked,
 }
 
 template <typename Sink>
+bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
+                                     WeightStats &stats, Sink &&sink) const {
+  const Entry src = blockSource(e);
+  const ExpertBlocks &l = e.blockLayout;
+  const uint64_t experts = static_cast<uint64_t>(src.shape[0]);
+  // A vector's slice is a column [C, 1].
+  uint64_t rows = static_cast<uint64_t>(src.shape[1]);
+  uint64_t cols =
+      src.shape.size() == 3 ? static_cast<uint64_t>(src.shape[2]) : 1;
+  const uint64_t n = rows * cols;
+  if (l.transposed)
+    std::swap(rows, cols);
+  const uint64_t parts = static_cast<uint64_t>(l.parts);
+  const uint64_t pieces = l.firstPartOnly ? 1 : parts;
+  const uint64_t bRows = l.axis == 0 ? rows / pieces : rows;
+  const uint64_t bCols = l.axis == 1 ? cols / pieces : cols;
+  const size_t es = ir::dtypeBits(e.type.dtype) / 8;
+  std::unique_ptr<FloatSource> values = valuesOf(src);
+  std::vector<float> slice(n), matrix(n);
+  std::vector<uint8_t> out(bRows * bCols * es);
+  for (uint64_t p = 0; p < parts; ++p) {
+    for (uint64_t x = 0; x < experts; ++x) {
+      if (p > 0 && l.firstPartOnly) {
+        std::fill(out.begin(), out.end(), 0);
+      } else {
+        values->read(x * n, n, slice.data());
+        if (p + 1 == parts || l.firstPartOnly)
+          values->release(x * n, n);
+        if (!values->error.empty()) {
+          diags.error(SourceRange(), "cannot read weight '{}': {}", src.name,
+                      values->error);
+          return false;
+        }
+        // matrix[r][c] in the block's orientation: the stored slice is
+        // [cols, rows] when transposed.
+        const uint64_t half = rows / 2;
+        for (uint64_t r = 0; r < rows; ++r) {
+          uint64_t from = l.interleaveHalves ? (r % 2) * half + r / 2 : r;
+          for (uint64_t c = 0; c < cols; ++c)
+            matrix[r * cols + c] =
+                l.transposed ? slice[c * rows + from] : slice[from * cols + c];
+        }
+        uint64_t r0 = l.axis == 0 ? p * bRows : 0;
+        uint64_t c0 = l.axis == 1 ? p * bCols : 0;
+        for (uint64_t r = 0; r < bRows; ++r)
+          for (uint64_t c = 0; c < bCols; ++c)
+            storeFloat(out.data() + (r * bCols + c) * es,
+                       matrix[(r0 + r) * cols + c0 + c], e.type.dtype);
+      }
+      if (!sink(out.data(), out.size(), diags))
+        return false;
+      stats.bytesWritten += out.size();
+    }
+    // Later passes re-read the same data: counted once.
+    if (p == 0)
+      stats.bytesRead += values->bytesRead;
+  }
+  return true;
+}
+
+template <typename Sink>
 bool WeightPlan::producePlain(const Entry &e, DiagnosticEngine &diags,
                               WeightStats &stats, Sink &&sink) const {
+  if (e.blocks)
+    return produceExpertBlocks(e, diags, stats, sink);
   if (e.interleave > 1 || e.parts > 1)
     return produceInterleaved(e, diags, stats, sink);
   if (!e.members.empty()) {

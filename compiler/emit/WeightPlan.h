@@ -107,6 +107,34 @@ public:
                       int64_t interleave, const ir::TensorType &memberType,
                       int64_t parts = 1, int axis = 0);
 
+  /// How useExpertBlocks makes its [P * E, ...] stack from a checkpoint stack.
+  struct ExpertBlocks {
+    /// Each expert's [R, C] matrix is written as its transpose, [C, R].
+    bool transposed = false;
+    /// The (transposed) matrix's two halves of rows [0, H) and [H, 2H) are
+    /// interleaved: row 2r is row r, row 2r + 1 is row H + r ([gate | up]
+    /// stored one after the other, read with gate and up rows alternating).
+    bool interleaveHalves = false;
+    /// Blocks each expert's (transposed, interleaved) matrix is cut into
+    /// along `axis` (0 rows, 1 columns), stored part-major.
+    int64_t parts = 1;
+    int axis = 0;
+    /// Not cut: block 0 is the whole matrix, the blocks after it zeros (a
+    /// bias added once per expert).
+    bool firstPartOnly = false;
+  };
+
+  /// Registers a float tensor `name` made from the checkpoint's own stack
+  /// `source` of type `sourceType`, [E, R, C] (or [E, C], read as [E, 1,
+  /// C]), expert by expert as `layout` says: [P * E, rows, cols] (or [P * E,
+  /// cols]) whose entry p * E + e is block p of expert e. One expert's
+  /// matrix is held in memory at a time; the stack is read P times.
+  /// Returns the initializer name.
+  const std::string &useExpertBlocks(const std::string &name,
+                                     const std::string &source,
+                                     const ir::TensorType &sourceType,
+                                     const ExpertBlocks &layout);
+
   /// Registers the quantized form of a weight read as a matrix of
   /// `layout.rows` outputs by `layout.cols` inputs (per expert), `inOut`
   /// when the weight is stored [in, out]. `expert` >= 0 selects one
@@ -180,6 +208,10 @@ private:
     /// Blocks per expert matrix, stored part-major (useInterleavedStack).
     int64_t parts = 1;
     int partAxis = 0; ///< the axis the blocks cut
+    /// A stack made from members[0], a checkpoint stack (useExpertBlocks).
+    bool blocks = false;
+    ExpertBlocks blockLayout;
+    ir::TensorType sourceType;
     /// A 2-D [out, in] tensor (`shape`, as the checkpoint holds it) whose
     /// initializer is its transpose, [in, out].
     bool transposed = false;
@@ -218,6 +250,12 @@ private:
   bool produceExpertMatrix(const Entry &stacked, size_t expert,
                            DiagnosticEngine &diags, WeightStats &stats,
                            std::vector<uint8_t> &matrix) const;
+  /// The checkpoint stack a useExpertBlocks entry reads.
+  Entry blockSource(const Entry &e) const;
+  /// A useExpertBlocks stack, block by block.
+  template <typename Sink>
+  bool produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
+                           WeightStats &stats, Sink &&sink) const;
   /// An interleaved or part-major stack, expert matrix by expert matrix.
   template <typename Sink>
   bool produceInterleaved(const Entry &stacked, DiagnosticEngine &diags,

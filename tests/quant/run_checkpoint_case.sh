@@ -2,7 +2,7 @@
 # ctest driver for one released quantized checkpoint format (tests/quant/README.md):
 #   1. build the checkpoint from a shared fixture's config (make_quantized_checkpoint.py);
 #   2. bind it (no --quant): ONNX Runtime reproduces the numpy reference over its dequantized weights
-#      (prefill, greedy ids, cache, padding, single pass);
+#      (prefill, greedy ids, cache, padding, single pass), on the portable graph and on --target=ort;
 #   3. -emit=profile --weights counts exactly the checkpoint's bytes;
 #   4. --quant=int4 over it (FP8 / FP4 / MXFP4 re-quantized to int4): read-back L2 error, reference, ORT;
 #   5. with FOLDER_FILE and TJS_DTYPE: the checkpoint folder compiled into a model folder with --quant=int4
@@ -25,6 +25,10 @@ mkdir -p "$work"
 "$py" "$here/make_quantized_checkpoint.py" "$format" "$fixture" "$ckpt"
 "$node" "$here/../ort/check_quant.js" --archc "$archc" --arch "$arch" --config "$ckpt/config.json" \
   --weights "$ckpt/model.safetensors" --work "$work/bind" --expected "$ckpt/expected.safetensors" --name "$format"
+# The same on --target=ort: MoE layers read the dequantized experts through ORT's MoE op.
+"$node" "$here/../ort/check_quant.js" --archc "$archc" --arch "$arch" --config "$ckpt/config.json" \
+  --weights "$ckpt/model.safetensors" --work "$work/bind-ort" --expected "$ckpt/expected.safetensors" \
+  --name "$format --target=ort" --opts "--target=ort"
 "$archc" "$arch" --config "$ckpt/config.json" -emit=profile --weights "$ckpt" --format=json > "$work/profile.json"
 stored=$("$py" "$here/../../lit/Inputs/weight_bytes.py" safetensors "$ckpt/model.safetensors")
 counted=$("$py" "$here/../../lit/Inputs/weight_bytes.py" profile "$work/profile.json")

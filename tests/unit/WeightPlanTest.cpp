@@ -6,7 +6,8 @@
 // (random) values, for a checkpoint tensor converted from bf16, over
 // several output chunks, in external data and embedded alike. A weight
 // stored reshaped keeps its bytes under the new dims. An interleaved
-// expert stack alternates its members' rows.
+// expert stack alternates its members' rows. Expert blocks made from a
+// checkpoint stack are transposed, interleaved, cut and zeroed per expert.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -251,4 +252,132 @@ TEST(WeightPlan, InterleavedStackAlternatesTheRowsOfEachExpertsMembers) {
     text += captured.render(d);
   EXPECT_NE(text.find("missing"), std::string::npos) << text;
   EXPECT_NE(text.find("\n  u2"), std::string::npos) << text;
+}
+
+TEST(WeightPlan, ExpertBlocksOfACheckpointStack) {
+  // A checkpoint stack "s" F32 [2, 2, 4] (expert, in, out: input-major
+  // [gate | up] of I = 2) with s[e][r][c] = e * 100 + r * 10 + c, and "v"
+  // F32 [2, 4] with v[e][c] = e * 100 + c.
+  std::string data;
+  for (int e = 0; e < 2; ++e)
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 4; ++c) {
+        float x = static_cast<float>(e * 100 + r * 10 + c);
+        data.append(reinterpret_cast<const char *>(&x), 4);
+      }
+  for (int e = 0; e < 2; ++e)
+    for (int c = 0; c < 4; ++c) {
+      float x = static_cast<float>(e * 100 + c);
+      data.append(reinterpret_cast<const char *>(&x), 4);
+    }
+  std::string header =
+      R"({"s":{"dtype":"F32","shape":[2,2,4],"data_offsets":[0,64]},)"
+      R"("v":{"dtype":"F32","shape":[2,4],"data_offsets":[64,96]}})";
+  test::ScratchDir dir;
+  std::string path =
+      dir.write("model.safetensors", safetensorsFile(header, data));
+  SourceMgr sm;
+  DiagnosticEngine diags(sm);
+  Checkpoint ckpt;
+  ASSERT_TRUE(ckpt.open(path, diags));
+  ir::TensorType stack(ir::DType::F32,
+                       {ir::SymExpr(2), ir::SymExpr(2), ir::SymExpr(4)});
+  ir::TensorType vectors(ir::DType::F32, {ir::SymExpr(2), ir::SymExpr(4)});
+  auto at = [](const Written &w, size_t i) {
+    float f;
+    std::memcpy(&f, &w.bytes[i * 4], 4);
+    return f;
+  };
+
+  // Transposed to [4 out, 2 in], the halves' rows alternating (out row j
+  // is checkpoint column (j % 2) * 2 + j / 2), cut into two row blocks:
+  // entry p * 2 + e is rows [2p, 2p + 2) of expert e.
+  WeightPlan::ExpertBlocks l;
+  l.transposed = true;
+  l.interleaveHalves = true;
+  l.parts = 2;
+  WeightPlan fc1(WeightSource::Checkpoint, &ckpt, 0);
+  EXPECT_EQ(fc1.useExpertBlocks("w", "s", stack, l), "w");
+  ASSERT_TRUE(fc1.validate(diags, path, /*reportUnused=*/false));
+  EXPECT_EQ(fc1.totalBytes(), 4u * 2 * 2 * 4);
+  Written a = embedOne(fc1);
+  EXPECT_EQ(a.dims, (std::vector<int64_t>{4, 2, 2}));
+  ASSERT_EQ(a.bytes.size(), 4u * 2 * 2 * 4);
+  for (int p = 0; p < 2; ++p)
+    for (int e = 0; e < 2; ++e)
+      for (int q = 0; q < 2; ++q)
+        for (int c = 0; c < 2; ++c) {
+          int j = p * 2 + q, from = (j % 2) * 2 + j / 2;
+          EXPECT_EQ(at(a, ((p * 2 + e) * 2 + q) * 2 + c),
+                    static_cast<float>(e * 100 + c * 10 + from))
+              << p << " " << e << " " << q << " " << c;
+        }
+
+  // As stored, cut into two column blocks: entry p * 2 + e is columns
+  // [2p, 2p + 2) of expert e's [2, 4].
+  WeightPlan::ExpertBlocks byColumns;
+  byColumns.parts = 2;
+  byColumns.axis = 1;
+  WeightPlan fc2(WeightSource::Checkpoint, &ckpt, 0);
+  fc2.useExpertBlocks("w", "s", stack, byColumns);
+  ASSERT_TRUE(fc2.validate(diags, path, /*reportUnused=*/false));
+  Written b = embedOne(fc2);
+  EXPECT_EQ(b.dims, (std::vector<int64_t>{4, 2, 2}));
+  for (int p = 0; p < 2; ++p)
+    for (int e = 0; e < 2; ++e)
+      for (int r = 0; r < 2; ++r)
+        for (int c = 0; c < 2; ++c)
+          EXPECT_EQ(at(b, ((p * 2 + e) * 2 + r) * 2 + c),
+                    static_cast<float>(e * 100 + r * 10 + p * 2 + c));
+
+  // A bias stack, its halves alternating and cut: [4, 2], entry p * 2 + e
+  // holds elements (j % 2) * 2 + j / 2 for j in [2p, 2p + 2).
+  WeightPlan::ExpertBlocks halves;
+  halves.interleaveHalves = true;
+  halves.parts = 2;
+  WeightPlan bias(WeightSource::Checkpoint, &ckpt, 0);
+  bias.useExpertBlocks("w", "v", vectors, halves);
+  ASSERT_TRUE(bias.validate(diags, path, /*reportUnused=*/false));
+  Written c = embedOne(bias);
+  EXPECT_EQ(c.dims, (std::vector<int64_t>{4, 2}));
+  for (int p = 0; p < 2; ++p)
+    for (int e = 0; e < 2; ++e)
+      for (int q = 0; q < 2; ++q) {
+        int j = p * 2 + q;
+        EXPECT_EQ(at(c, (p * 2 + e) * 2 + q),
+                  static_cast<float>(e * 100 + (j % 2) * 2 + j / 2));
+      }
+
+  // A bias added once: whole in part 0, zeros in part 1: [4, 4].
+  WeightPlan::ExpertBlocks once;
+  once.parts = 2;
+  once.firstPartOnly = true;
+  WeightPlan down(WeightSource::Checkpoint, &ckpt, 0);
+  down.useExpertBlocks("w", "v", vectors, once);
+  ASSERT_TRUE(down.validate(diags, path, /*reportUnused=*/false));
+  Written d = embedOne(down);
+  EXPECT_EQ(d.dims, (std::vector<int64_t>{4, 4}));
+  for (int p = 0; p < 2; ++p)
+    for (int e = 0; e < 2; ++e)
+      for (int x = 0; x < 4; ++x)
+        EXPECT_EQ(at(d, (p * 2 + e) * 4 + x),
+                  p ? 0.0f : static_cast<float>(e * 100 + x));
+
+  // A stack of another shape than the model's is reported by its name.
+  DiagnosticEngine captured(sm);
+  captured.setCapture(true);
+  WeightPlan wrong(WeightSource::Checkpoint, &ckpt, 0);
+  wrong.useExpertBlocks(
+      "w", "s",
+      ir::TensorType(ir::DType::F32,
+                     {ir::SymExpr(2), ir::SymExpr(4), ir::SymExpr(2)}),
+      l);
+  EXPECT_FALSE(wrong.validate(captured, path, /*reportUnused=*/false));
+  std::string text;
+  for (const Diagnostic &dg : captured.getCaptured())
+    text += captured.render(dg);
+  EXPECT_NE(text.find("wrong shape"), std::string::npos) << text;
+  EXPECT_NE(text.find("s: checkpoint F32 [2, 2, 4], model expects [2, 4, 2]"),
+            std::string::npos)
+      << text;
 }
