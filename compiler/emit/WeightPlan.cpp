@@ -518,9 +518,10 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
       if (p > 0 && l.firstPartOnly) {
         std::fill(out.begin(), out.end(), 0);
       } else {
+        // Released on every pass: a later pass maps the pages again, so
+        // memory holds one expert's slice whatever the stack's size.
         values->read(x * n, n, slice.data());
-        if (p + 1 == parts || l.firstPartOnly)
-          values->release(x * n, n);
+        values->release(x * n, n);
         if (!values->error.empty()) {
           diags.error(SourceRange(), "cannot read weight '{}': {}", src.name,
                       values->error);
