@@ -30,13 +30,13 @@
 // matrices as [P * E, D, I / P].
 //
 // Or the same over the checkpoint's own stacks, read through expert_slice
-// (matchStackedBody): gate and up one [E, 2I, D] matrix ([E, D, 2I] input-
-// major) split in halves or, gpt-oss, alternating; optional [E, 2I] / [E, D]
-// biases; the gate's activation gate * sigmoid(alpha * gate), up + beta
-// (the op's activation_alpha / activation_beta); the clamps as above. Its
-// blocks are made from the stacks expert by expert
-// (WeightPlan::useExpertBlocks), and the stacks themselves are no
-// initializers (fusedStacks).
+// (matchStackedBody; a stack may be a reshape of its param): gate and up
+// one [E, 2I, D] matrix ([E, D, 2I] input-major) split in halves or,
+// gpt-oss, alternating, or two [E, I, D] stacks (DBRX); optional biases; the
+// gate's activation gate * sigmoid(alpha * gate), up + beta (the op's
+// activation_alpha / activation_beta); the clamps as above. Its blocks are made
+// from the stacks expert by expert (WeightPlan::useExpertBlocks), and the
+// stacks themselves are no initializers (fusedStacks).
 //
 //===----------------------------------------------------------------------===//
 #include "emit/OnnxContribSchemas.h"
@@ -62,17 +62,27 @@ const ir::Op *definer(const ir::Value *v) {
   return v ? v->getDefiningOp() : nullptr;
 }
 
-/// The float checkpoint stack whose expert slice of rank `rank` is `v`.
-const ir::Op *slicedStack(const ir::Value *v, size_t rank) {
-  const ir::Op *slice = definer(v);
-  if (!slice || slice->getKind() != OpKind::ExpertSlice ||
-      v->type.rank() != rank)
-    return nullptr;
-  const ir::Op *p = definer(slice->getOperand(0));
+/// The float checkpoint param a stack is: the value itself or a Reshape
+/// of it (DBRX's [E * I, D] read as [E, I, D]: the same elements in order).
+const ir::Op *stackParam(const ir::Value *stack) {
+  const ir::Op *p = definer(stack);
+  if (p && p->getKind() == OpKind::Reshape)
+    p = definer(p->getOperand(0));
   return p && p->getKind() == OpKind::Param &&
                  ir::isFloat(p->getResult()->type.dtype)
              ? p
              : nullptr;
+}
+
+/// The stack (a checkpoint param or its reshape) whose expert slice of
+/// rank `rank` is `v`.
+const ir::Value *slicedStack(const ir::Value *v, size_t rank) {
+  const ir::Op *slice = definer(v);
+  if (!slice || slice->getKind() != OpKind::ExpertSlice ||
+      v->type.rank() != rank)
+    return nullptr;
+  const ir::Value *stack = slice->getOperand(0);
+  return stackParam(stack) && stack->type.rank() == rank + 1 ? stack : nullptr;
 }
 
 /// The value of a scalar constant.
@@ -135,10 +145,12 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
     return false;
   if (matchStackedBody(body, f)) {
     int64_t count = op.attr<int64_t>("count");
-    return f.fc1Stack->getResult()->type.dims[0].getConstant() ==
-               std::optional<int64_t>(count) &&
-           f.fc2Stack->getResult()->type.dims[0].getConstant() ==
-               std::optional<int64_t>(count);
+    for (const ir::Value *v :
+         {f.fc1Stack, f.fc1UpStack, f.fc2Stack, f.fc1BiasStack,
+          f.fc1UpBiasStack, f.fc2BiasStack})
+      if (v && v->type.dims[0].getConstant() != std::optional<int64_t>(count))
+        return false;
+    return true;
   }
   f = FusedExperts();
   const ir::Value *t = body.getArgument(0);
@@ -217,12 +229,12 @@ bool OnnxLowering::matchStackedBody(const ir::Block &body,
   };
   // A value plus a bias stack's slice (either order): the other operand.
   auto biased = [&](const ir::Value *v,
-                    const ir::Op *&bias) -> const ir::Value * {
+                    const ir::Value *&bias) -> const ir::Value * {
     const ir::Op *add = definer(v);
     if (!add || add->getKind() != OpKind::Add)
       return v;
     for (size_t i = 0; i < 2; ++i)
-      if (const ir::Op *stack = slicedStack(add->getOperand(i), 1)) {
+      if (const ir::Value *stack = slicedStack(add->getOperand(i), 1)) {
         bias = stack;
         seen.insert(add);
         seen.insert(definer(add->getOperand(i)));
@@ -239,7 +251,7 @@ bool OnnxLowering::matchStackedBody(const ir::Block &body,
   if (!down || !(f.fc2Stack = slicedStack(down->getOperand(1), 2)))
     return false;
   seen.insert(definer(down->getOperand(1)));
-  f.inputMajor = !down->attr<bool>("transpose_b");
+  f.fc2InputMajor = !down->attr<bool>("transpose_b");
   const ir::Op *mul = take(down->getOperand(0), OpKind::Mul);
   if (!mul)
     return false;
@@ -319,10 +331,34 @@ bool OnnxLowering::matchStackedBody(const ir::Block &body,
   int64_t inter = lastDim(g);
   if (inter <= 0 || lastDim(u) != inter)
     return false;
+  // A token matmul by a stack's slice (plus a bias): its stack.
+  auto tokenMatmul = [&](const ir::Value *v, const ir::Value *&stack,
+                         const ir::Value *&bias) {
+    const ir::Op *mm = take(biased(v, bias), OpKind::MatMul);
+    if (!mm || mm->getOperand(0) != body.getArgument(0) ||
+        !(stack = slicedStack(mm->getOperand(1), 2)))
+      return false;
+    seen.insert(definer(mm->getOperand(1)));
+    f.fc1InputMajor = !mm->attr<bool>("transpose_b");
+    return true;
+  };
   const ir::Op *split = definer(g);
   const ir::Value *fc1Out = nullptr;
-  if (splitsLast(split, {inter, inter}) && definer(u) == split &&
-      g == split->getResult(0) && u == split->getResult(1)) {
+  const ir::Op *gm = definer(g), *um = definer(u);
+  if (gm && um && gm->getKind() != OpKind::Split &&
+      gm->getKind() != OpKind::Reshape && gm != um) {
+    // Separate gate and up stacks (DBRX's w1 and v1), in the same
+    // orientation, both with a bias or neither.
+    if (!tokenMatmul(g, f.fc1Stack, f.fc1BiasStack))
+      return false;
+    bool gateMajor = f.fc1InputMajor;
+    if (!tokenMatmul(u, f.fc1UpStack, f.fc1UpBiasStack) ||
+        f.fc1InputMajor != gateMajor ||
+        f.fc1Stack->type != f.fc1UpStack->type ||
+        !f.fc1BiasStack != !f.fc1UpBiasStack)
+      return false;
+  } else if (splitsLast(split, {inter, inter}) && definer(u) == split &&
+             g == split->getResult(0) && u == split->getResult(1)) {
     seen.insert(split);
     fc1Out = split->getOperand(0);
   } else {
@@ -346,22 +382,22 @@ bool OnnxLowering::matchStackedBody(const ir::Block &body,
     fc1Out = pairs->getOperand(0);
     f.interleaved = true;
   }
-  const ir::Op *fc1 = take(biased(fc1Out, f.fc1BiasStack), OpKind::MatMul);
-  if (!fc1 || fc1->getOperand(0) != t ||
-      fc1->attr<bool>("transpose_b") == f.inputMajor ||
-      !(f.fc1Stack = slicedStack(fc1->getOperand(1), 2)))
+  if (fc1Out && !tokenMatmul(fc1Out, f.fc1Stack, f.fc1BiasStack))
     return false;
-  seen.insert(definer(fc1->getOperand(1)));
-  // The stacks' shapes: [E, 2I, D] / [E, D, I] (input-major [E, D, 2I] /
-  // [E, I, D]), biases [E, 2I] / [E, D].
-  auto dim = [](const ir::Op *p, size_t i) {
-    return p->getResult()->type.dims[i].getConstant().value_or(-1);
+  // The stacks' shapes: fc1 [E, 2I, D] ([E, I, D] each when separate),
+  // fc2 [E, D, I], input-major [E, D, 2I] / [E, I, D]; biases [E, 2I] ([E,
+  // I]) / [E, D].
+  auto dim = [](const ir::Value *v, size_t i) {
+    return v->type.dims[i].getConstant().value_or(-1);
   };
-  const size_t o = f.inputMajor ? 2 : 1, in = f.inputMajor ? 1 : 2;
-  int64_t hidden = dim(f.fc1Stack, in);
-  if (dim(f.fc1Stack, o) != 2 * inter || dim(f.fc2Stack, o) != hidden ||
-      dim(f.fc2Stack, in) != inter || lastDim(t) != hidden ||
-      (f.fc1BiasStack && dim(f.fc1BiasStack, 1) != 2 * inter) ||
+  const int64_t fc1Rows = f.fc1UpStack ? inter : 2 * inter;
+  const size_t o1 = f.fc1InputMajor ? 2 : 1, i1 = f.fc1InputMajor ? 1 : 2;
+  const size_t o2 = f.fc2InputMajor ? 2 : 1, i2 = f.fc2InputMajor ? 1 : 2;
+  int64_t hidden = dim(f.fc1Stack, i1);
+  if (dim(f.fc1Stack, o1) != fc1Rows || dim(f.fc2Stack, o2) != hidden ||
+      dim(f.fc2Stack, i2) != inter || lastDim(t) != hidden ||
+      (f.fc1BiasStack && dim(f.fc1BiasStack, 1) != fc1Rows) ||
+      (f.fc1UpBiasStack && dim(f.fc1UpBiasStack, 1) != fc1Rows) ||
       (f.fc2BiasStack && dim(f.fc2BiasStack, 1) != hidden))
     return false;
   for (const auto &o : body.getOps())
@@ -387,10 +423,14 @@ void OnnxLowering::findFusedStacks() {
     FusedExperts f;
     if (!matchFusedExperts(*op, f) || !f.fc1Stack)
       continue;
-    for (const ir::Op *p :
-         {f.fc1Stack, f.fc2Stack, f.fc1BiasStack, f.fc2BiasStack})
-      if (p)
-        fusedStacks.insert(p->getResult());
+    // The stacks and the params they reshape.
+    for (const ir::Value *v :
+         {f.fc1Stack, f.fc1UpStack, f.fc2Stack, f.fc1BiasStack,
+          f.fc1UpBiasStack, f.fc2BiasStack})
+      if (v) {
+        fusedStacks.insert(v);
+        fusedStacks.insert(stackParam(v)->getResult());
+      }
   }
 }
 
@@ -429,31 +469,43 @@ void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
   // rows alternating, fc2 [D, I], both cut in P parts along I (rows of
   // fc1, columns of fc2), the biases likewise; fc2's bias is added once,
   // with part 0 (docs/onnx.md).
-  int64_t inter = f.fc2Stack->getResult()
-                      ->type.dims[f.inputMajor ? 1 : 2]
-                      .getConstant()
-                      .value_or(0);
+  int64_t inter =
+      f.fc2Stack->type.dims[f.fc2InputMajor ? 1 : 2].getConstant().value_or(0);
   f.parts = inter % 2 == 0 ? 2 : 1;
   std::string suffix =
       ".moe" + (f.parts > 1 ? "@" + std::to_string(f.parts) : std::string());
-  auto blocks = [&](const ir::Op *stack, bool transposed, bool halves, int axis,
-                    bool once) {
+  // Gate and up: one stack whose halves alternate ([gate | up]) or whose
+  // rows already do (gpt-oss), or two stacks whose rows alternate.
+  bool halves = !f.interleaved && !f.fc1UpStack;
+  auto blocks = [&](std::vector<const ir::Value *> stacks, bool transposed,
+                    int axis, bool once) {
     WeightPlan::ExpertBlocks l;
     l.transposed = transposed;
-    l.interleaveHalves = halves;
+    l.interleaveHalves = halves && stacks.size() == 1 && axis == 0 && !once;
     l.parts = f.parts;
     l.axis = axis;
     l.firstPartOnly = once;
-    const std::string &name = stack->attr<std::string>("name");
-    return weights.useExpertBlocks(name + suffix, name,
-                                   stack->getResult()->type, l);
+    std::vector<WeightPlan::StackSource> sources;
+    for (const ir::Value *v : stacks) {
+      const ir::Op *p = stackParam(v);
+      sources.push_back({p->attr<std::string>("name"), p->getResult()->type});
+    }
+    return weights.useExpertBlocks(sources[0].name + suffix, sources,
+                                   stacks[0]->type, l);
   };
-  f.fc1 = blocks(f.fc1Stack, f.inputMajor, !f.interleaved, 0, false);
-  f.fc2 = blocks(f.fc2Stack, f.inputMajor, false, 1, false);
+  auto fc1Pair = [&](const ir::Value *gate, const ir::Value *up) {
+    std::vector<const ir::Value *> v = {gate};
+    if (up)
+      v.push_back(up);
+    return v;
+  };
+  f.fc1 = blocks(fc1Pair(f.fc1Stack, f.fc1UpStack), f.fc1InputMajor, 0, false);
+  f.fc2 = blocks({f.fc2Stack}, f.fc2InputMajor, 1, false);
   if (f.fc1BiasStack)
-    f.fc1Bias = blocks(f.fc1BiasStack, false, !f.interleaved, 0, false);
+    f.fc1Bias =
+        blocks(fc1Pair(f.fc1BiasStack, f.fc1UpBiasStack), false, 0, false);
   if (f.fc2BiasStack)
-    f.fc2Bias = blocks(f.fc2BiasStack, false, false, 0, true);
+    f.fc2Bias = blocks({f.fc2BiasStack}, false, 0, true);
 }
 
 bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,

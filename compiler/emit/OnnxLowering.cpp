@@ -80,8 +80,10 @@ const std::string &OnnxLowering::in(const ir::Value *v) {
   // cache) are materialised on first use.
   auto lazy = deferred.find(v);
   if (lazy != deferred.end()) {
-    std::string name = lazy->second();
+    // Taken out first: making it may defer (and rehash) other values.
+    std::function<std::string()> make = std::move(lazy->second);
     deferred.erase(lazy);
+    std::string name = make();
     return names[v] = name;
   }
   return missing;
@@ -197,9 +199,22 @@ std::string OnnxLowering::narrowTo(const std::string &x, ir::DType t) {
 }
 
 bool OnnxLowering::lowerBlock(const ir::Block &block) {
-  for (const auto &op : block.getOps())
+  for (const auto &op : block.getOps()) {
+    if (op->getNumResults() == 1 && fusedStacks.count(op->getResult())) {
+      // A checkpoint stack (or its reshape) that an ORT MoE op reads
+      // through its own blocks: lowered, and its data written, only if
+      // another reader asks for it.
+      const ir::Op *stack = op.get();
+      deferred[stack->getResult()] = [this, stack]() {
+        if (!lowerOp(*stack))
+          return std::string("<missing>");
+        return names[stack->getResult()];
+      };
+      continue;
+    }
     if (!lowerOp(*op))
       return false;
+  }
   return true;
 }
 
@@ -231,15 +246,6 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
       // Read quantized; a float initializer only if a float reader asks.
       const ir::TensorType type = op.getResult()->type;
       names.erase(op.getResult());
-      deferred[op.getResult()] = [this, name, type]() {
-        return weights.use(name, type);
-      };
-      return true;
-    }
-    if (fusedStacks.count(op.getResult())) {
-      // Read by an ORT MoE op through its own blocks: the stack itself is
-      // an initializer only if another reader asks for it.
-      const ir::TensorType type = op.getResult()->type;
       deferred[op.getResult()] = [this, name, type]() {
         return weights.use(name, type);
       };

@@ -106,13 +106,17 @@ private:
   /// one interleaved stack `fc1`, and the part-major stacks it reads.
   struct FusedExperts {
     const ir::Op *gateParam = nullptr, *upParam = nullptr, *downParam = nullptr;
-    /// Or the checkpoint's own stacks, read through expert_slice: gate and
-    /// up as one [E, 2I, D] matrix ([E, D, 2I] when `inputMajor`), its
-    /// rows [gate | up] or alternating (`interleaved`, gpt-oss); down [E,
-    /// D, I] ([E, I, D]); optional [E, 2I] and [E, D] biases.
-    const ir::Op *fc1Stack = nullptr, *fc2Stack = nullptr;
-    const ir::Op *fc1BiasStack = nullptr, *fc2BiasStack = nullptr;
-    bool inputMajor = false, interleaved = false;
+    /// Or the checkpoint's own stacks (a param or its reshape), read through
+    /// expert_slice: gate and up as one [E, 2I, D] matrix ([E, D, 2I] when
+    /// input-major), its rows [gate | up] or alternating (`interleaved`,
+    /// gpt-oss), or as two [E, I, D] stacks (`fc1UpStack`, DBRX); down [E,
+    /// D, I] ([E, I, D]); optional [E, 2I] (or two [E, I]) and [E, D]
+    /// biases.
+    const ir::Value *fc1Stack = nullptr, *fc1UpStack = nullptr;
+    const ir::Value *fc2Stack = nullptr;
+    const ir::Value *fc1BiasStack = nullptr, *fc1UpBiasStack = nullptr;
+    const ir::Value *fc2BiasStack = nullptr;
+    bool fc1InputMajor = false, fc2InputMajor = false, interleaved = false;
     /// The activation gate * sigmoid(alpha * gate) * (up + beta).
     float alpha = 1.0f, beta = 0.0f;
     /// Blocks each expert is cut into along its intermediate dim (the

@@ -216,43 +216,49 @@ const std::string &WeightPlan::useInterleavedStack(
   return use(name, t);
 }
 
-const std::string &WeightPlan::useExpertBlocks(const std::string &name,
-                                               const std::string &source,
-                                               const ir::TensorType &sourceType,
-                                               const ExpertBlocks &layout) {
-  assert((sourceType.rank() == 3 || sourceType.rank() == 2) &&
+const std::string &WeightPlan::useExpertBlocks(
+    const std::string &name, const std::vector<StackSource> &sources,
+    const ir::TensorType &view, const ExpertBlocks &layout) {
+  assert((view.rank() == 3 || view.rank() == 2) &&
          "a stack of matrices or vectors");
+  assert(!sources.empty() && (sources.size() == 1 || !layout.interleaveHalves));
   assert(layout.parts >= 1 && (layout.axis == 0 || layout.axis == 1));
   // A vector's slice is a column [C, 1].
-  [[maybe_unused]] bool vectors = sourceType.rank() == 2;
+  [[maybe_unused]] bool vectors = view.rank() == 2;
   assert((!vectors || (layout.axis == 0 && !layout.transposed)) &&
          "a vector is cut along its length");
-  std::vector<ir::SymExpr> m(sourceType.dims.begin() + 1,
-                             sourceType.dims.end());
+  std::vector<ir::SymExpr> m(view.dims.begin() + 1, view.dims.end());
   if (layout.transposed)
     std::swap(m[0], m[1]);
+  // The sources' rows alternate.
+  m[0] = m[0] * ir::SymExpr(static_cast<int64_t>(sources.size()));
   // Cut in parts, or (firstPartOnly) whole in part 0 and zeros after it.
   int64_t cut = m[static_cast<size_t>(layout.axis)].getConstant().value_or(0);
   int64_t pieces = layout.firstPartOnly ? 1 : layout.parts;
   assert(cut % pieces == 0 && "parts divide the matrix");
   m[static_cast<size_t>(layout.axis)] = ir::SymExpr(cut / pieces);
-  int64_t experts = sourceType.dims[0].getConstant().value_or(0);
+  int64_t experts = view.dims[0].getConstant().value_or(0);
   m.insert(m.begin(), ir::SymExpr(experts * layout.parts));
-  ir::TensorType t = sourceType;
+  ir::TensorType t = view;
   t.dims = m;
   Entry &e = entryFor(name, t);
-  e.members = {source};
+  e.members.clear();
+  e.sourceTypes.clear();
+  for (const StackSource &src : sources) {
+    e.members.push_back(src.name);
+    e.sourceTypes.push_back(src.type);
+  }
   e.blocks = true;
   e.blockLayout = layout;
-  e.sourceType = sourceType;
+  e.view = view;
   return use(name, t);
 }
 
-WeightPlan::Entry WeightPlan::blockSource(const Entry &e) const {
+WeightPlan::Entry WeightPlan::blockSource(const Entry &e, size_t i) const {
   Entry s;
-  s.name = e.members[0];
-  s.type = e.sourceType;
-  for (const ir::SymExpr &d : e.sourceType.dims)
+  s.name = e.members[i];
+  s.type = e.sourceTypes[i];
+  for (const ir::SymExpr &d : s.type.dims)
     s.shape.push_back(d.getConstant().value_or(0));
   s.plain = true;
   s.inOut = inOutNames.count(s.name) > 0;
@@ -357,8 +363,10 @@ bool WeightPlan::validate(DiagnosticEngine &diags, const std::string &ckptPath,
     return true;
   for (const Entry &e : entries) {
     if (e.blocks) {
-      Entry s = blockSource(e);
-      binder->bind(s.name, s.shape, ir::isFloat(s.type.dtype), s.inOut);
+      for (size_t i = 0; i < e.members.size(); ++i) {
+        Entry s = blockSource(e, i);
+        binder->bind(s.name, s.shape, ir::isFloat(s.type.dtype), s.inOut);
+      }
       continue;
     }
     if (e.members.empty()) {
@@ -495,46 +503,60 @@ bool WeightPlan::produceInterleaved(const Entry &stacked,
 template <typename Sink>
 bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
                                      WeightStats &stats, Sink &&sink) const {
-  const Entry src = blockSource(e);
   const ExpertBlocks &l = e.blockLayout;
-  const uint64_t experts = static_cast<uint64_t>(src.shape[0]);
-  // A vector's slice is a column [C, 1].
-  uint64_t rows = static_cast<uint64_t>(src.shape[1]);
-  uint64_t cols =
-      src.shape.size() == 3 ? static_cast<uint64_t>(src.shape[2]) : 1;
-  const uint64_t n = rows * cols;
-  if (l.transposed)
-    std::swap(rows, cols);
+  const size_t g = e.members.size();
+  auto viewDim = [&](size_t i) {
+    return static_cast<uint64_t>(e.view.dims[i].getConstant().value_or(0));
+  };
+  const uint64_t experts = viewDim(0);
+  // One source's slice as the view has it ([sr, sc]; a vector's is [C,
+  // 1]), then as the block reads it ([mr, mc], transposed or not).
+  const uint64_t sr = viewDim(1), sc = e.view.rank() == 3 ? viewDim(2) : 1;
+  const uint64_t n = sr * sc;
+  const uint64_t mr = l.transposed ? sc : sr, mc = l.transposed ? sr : sc;
+  // The expert's matrix: the sources' rows alternating, [g * mr, mc].
+  const uint64_t rows = g * mr, cols = mc;
   const uint64_t parts = static_cast<uint64_t>(l.parts);
   const uint64_t pieces = l.firstPartOnly ? 1 : parts;
   const uint64_t bRows = l.axis == 0 ? rows / pieces : rows;
   const uint64_t bCols = l.axis == 1 ? cols / pieces : cols;
   const size_t es = ir::dtypeBits(e.type.dtype) / 8;
-  std::unique_ptr<FloatSource> values = valuesOf(src);
-  std::vector<float> slice(n), matrix(n);
+  std::vector<Entry> srcs;
+  std::vector<std::unique_ptr<FloatSource>> values;
+  for (size_t j = 0; j < g; ++j) {
+    srcs.push_back(blockSource(e, j));
+    values.push_back(valuesOf(srcs.back()));
+  }
+  std::vector<float> slice(g * n), matrix(rows * cols);
   std::vector<uint8_t> out(bRows * bCols * es);
   for (uint64_t p = 0; p < parts; ++p) {
     for (uint64_t x = 0; x < experts; ++x) {
       if (p > 0 && l.firstPartOnly) {
         std::fill(out.begin(), out.end(), 0);
       } else {
-        // Released on every pass: a later pass maps the pages again, so
-        // memory holds one expert's slice whatever the stack's size.
-        values->read(x * n, n, slice.data());
-        values->release(x * n, n);
-        if (!values->error.empty()) {
-          diags.error(SourceRange(), "cannot read weight '{}': {}", src.name,
-                      values->error);
-          return false;
+        for (size_t j = 0; j < g; ++j) {
+          // Released on every pass: a later pass maps the pages again, so
+          // memory holds one expert's slices whatever the stacks' size.
+          values[j]->read(x * n, n, slice.data() + j * n);
+          values[j]->release(x * n, n);
+          if (!values[j]->error.empty()) {
+            diags.error(SourceRange(), "cannot read weight '{}': {}",
+                        srcs[j].name, values[j]->error);
+            return false;
+          }
         }
-        // matrix[r][c] in the block's orientation: the stored slice is
-        // [cols, rows] when transposed.
+        // Row r of the expert's matrix is row `from` of source j's [mr, mc]
+        // (its slice stored [sr, sc]).
         const uint64_t half = rows / 2;
         for (uint64_t r = 0; r < rows; ++r) {
-          uint64_t from = l.interleaveHalves ? (r % 2) * half + r / 2 : r;
+          uint64_t j = g > 1 ? r % g : 0;
+          uint64_t from = g > 1                ? r / g
+                          : l.interleaveHalves ? (r % 2) * half + r / 2
+                                               : r;
+          const float *s = slice.data() + j * n;
           for (uint64_t c = 0; c < cols; ++c)
             matrix[r * cols + c] =
-                l.transposed ? slice[c * rows + from] : slice[from * cols + c];
+                l.transposed ? s[c * mr + from] : s[from * mc + c];
         }
         uint64_t r0 = l.axis == 0 ? p * bRows : 0;
         uint64_t c0 = l.axis == 1 ? p * bCols : 0;
@@ -549,7 +571,8 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
     }
     // Later passes re-read the same data: counted once.
     if (p == 0)
-      stats.bytesRead += values->bytesRead;
+      for (const auto &v : values)
+        stats.bytesRead += v->bytesRead;
   }
   return true;
 }

@@ -107,7 +107,7 @@ public:
                       int64_t interleave, const ir::TensorType &memberType,
                       int64_t parts = 1, int axis = 0);
 
-  /// How useExpertBlocks makes its [P * E, ...] stack from a checkpoint stack.
+  /// How useExpertBlocks makes its [P * E, ...] stack from checkpoint stacks.
   struct ExpertBlocks {
     /// Each expert's [R, C] matrix is written as its transpose, [C, R].
     bool transposed = false;
@@ -123,16 +123,24 @@ public:
     /// bias added once per expert).
     bool firstPartOnly = false;
   };
+  /// A checkpoint tensor useExpertBlocks reads: its name and type.
+  struct StackSource {
+    std::string name;
+    ir::TensorType type;
+  };
 
-  /// Registers a float tensor `name` made from the checkpoint's own stack
-  /// `source` of type `sourceType`, [E, R, C] (or [E, C], read as [E, 1,
-  /// C]), expert by expert as `layout` says: [P * E, rows, cols] (or [P * E,
-  /// cols]) whose entry p * E + e is block p of expert e. One expert's
-  /// matrix is held in memory at a time; the stack is read P times.
+  /// Registers a float tensor `name` made from the checkpoint's own stacks
+  /// `sources`, each read as `view` ([E, R, C], or [E, C] whose slices are
+  /// columns [C, 1]; the same elements in the same order as the source),
+  /// expert by expert as `layout` says: [P * E, rows, cols] (or [P * E,
+  /// rows]) whose entry p * E + e is block p of expert e. With G > 1
+  /// sources an expert's matrix alternates their (transposed) rows: row r *
+  /// G + j is row r of source j (separate gate and up stacks). One expert's
+  /// matrices are held in memory at a time; the sources are read P times.
   /// Returns the initializer name.
   const std::string &useExpertBlocks(const std::string &name,
-                                     const std::string &source,
-                                     const ir::TensorType &sourceType,
+                                     const std::vector<StackSource> &sources,
+                                     const ir::TensorType &view,
                                      const ExpertBlocks &layout);
 
   /// Registers the quantized form of a weight read as a matrix of
@@ -208,10 +216,12 @@ private:
     /// Blocks per expert matrix, stored part-major (useInterleavedStack).
     int64_t parts = 1;
     int partAxis = 0; ///< the axis the blocks cut
-    /// A stack made from members[0], a checkpoint stack (useExpertBlocks).
+    /// A stack made from the checkpoint stacks `members` of types
+    /// `sourceTypes`, read as `view` (useExpertBlocks).
     bool blocks = false;
     ExpertBlocks blockLayout;
-    ir::TensorType sourceType;
+    std::vector<ir::TensorType> sourceTypes;
+    ir::TensorType view;
     /// A 2-D [out, in] tensor (`shape`, as the checkpoint holds it) whose
     /// initializer is its transpose, [in, out].
     bool transposed = false;
@@ -250,8 +260,8 @@ private:
   bool produceExpertMatrix(const Entry &stacked, size_t expert,
                            DiagnosticEngine &diags, WeightStats &stats,
                            std::vector<uint8_t> &matrix) const;
-  /// The checkpoint stack a useExpertBlocks entry reads.
-  Entry blockSource(const Entry &e) const;
+  /// Checkpoint stack i of a useExpertBlocks entry.
+  Entry blockSource(const Entry &e, size_t i) const;
   /// A useExpertBlocks stack, block by block.
   template <typename Sink>
   bool produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,

@@ -257,7 +257,9 @@ TEST(WeightPlan, InterleavedStackAlternatesTheRowsOfEachExpertsMembers) {
 TEST(WeightPlan, ExpertBlocksOfACheckpointStack) {
   // A checkpoint stack "s" F32 [2, 2, 4] (expert, in, out: input-major
   // [gate | up] of I = 2) with s[e][r][c] = e * 100 + r * 10 + c, and "v"
-  // F32 [2, 4] with v[e][c] = e * 100 + c.
+  // F32 [2, 4] with v[e][c] = e * 100 + c, and "u" F32 [4, 4] (DBRX's
+  // [E * I, D], read as [2, 2, 4]) with u[e * 2 + r][c] = 1000 + e * 100 +
+  // r * 10 + c.
   std::string data;
   for (int e = 0; e < 2; ++e)
     for (int r = 0; r < 2; ++r)
@@ -270,9 +272,16 @@ TEST(WeightPlan, ExpertBlocksOfACheckpointStack) {
       float x = static_cast<float>(e * 100 + c);
       data.append(reinterpret_cast<const char *>(&x), 4);
     }
+  for (int e = 0; e < 2; ++e)
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 4; ++c) {
+        float x = static_cast<float>(1000 + e * 100 + r * 10 + c);
+        data.append(reinterpret_cast<const char *>(&x), 4);
+      }
   std::string header =
       R"({"s":{"dtype":"F32","shape":[2,2,4],"data_offsets":[0,64]},)"
-      R"("v":{"dtype":"F32","shape":[2,4],"data_offsets":[64,96]}})";
+      R"("v":{"dtype":"F32","shape":[2,4],"data_offsets":[64,96]},)"
+      R"("u":{"dtype":"F32","shape":[4,4],"data_offsets":[96,160]}})";
   test::ScratchDir dir;
   std::string path =
       dir.write("model.safetensors", safetensorsFile(header, data));
@@ -297,7 +306,7 @@ TEST(WeightPlan, ExpertBlocksOfACheckpointStack) {
   l.interleaveHalves = true;
   l.parts = 2;
   WeightPlan fc1(WeightSource::Checkpoint, &ckpt, 0);
-  EXPECT_EQ(fc1.useExpertBlocks("w", "s", stack, l), "w");
+  EXPECT_EQ(fc1.useExpertBlocks("w", {{"s", stack}}, stack, l), "w");
   ASSERT_TRUE(fc1.validate(diags, path, /*reportUnused=*/false));
   EXPECT_EQ(fc1.totalBytes(), 4u * 2 * 2 * 4);
   Written a = embedOne(fc1);
@@ -319,7 +328,7 @@ TEST(WeightPlan, ExpertBlocksOfACheckpointStack) {
   byColumns.parts = 2;
   byColumns.axis = 1;
   WeightPlan fc2(WeightSource::Checkpoint, &ckpt, 0);
-  fc2.useExpertBlocks("w", "s", stack, byColumns);
+  fc2.useExpertBlocks("w", {{"s", stack}}, stack, byColumns);
   ASSERT_TRUE(fc2.validate(diags, path, /*reportUnused=*/false));
   Written b = embedOne(fc2);
   EXPECT_EQ(b.dims, (std::vector<int64_t>{4, 2, 2}));
@@ -336,7 +345,7 @@ TEST(WeightPlan, ExpertBlocksOfACheckpointStack) {
   halves.interleaveHalves = true;
   halves.parts = 2;
   WeightPlan bias(WeightSource::Checkpoint, &ckpt, 0);
-  bias.useExpertBlocks("w", "v", vectors, halves);
+  bias.useExpertBlocks("w", {{"v", vectors}}, vectors, halves);
   ASSERT_TRUE(bias.validate(diags, path, /*reportUnused=*/false));
   Written c = embedOne(bias);
   EXPECT_EQ(c.dims, (std::vector<int64_t>{4, 2}));
@@ -353,7 +362,7 @@ TEST(WeightPlan, ExpertBlocksOfACheckpointStack) {
   once.parts = 2;
   once.firstPartOnly = true;
   WeightPlan down(WeightSource::Checkpoint, &ckpt, 0);
-  down.useExpertBlocks("w", "v", vectors, once);
+  down.useExpertBlocks("w", {{"v", vectors}}, vectors, once);
   ASSERT_TRUE(down.validate(diags, path, /*reportUnused=*/false));
   Written d = embedOne(down);
   EXPECT_EQ(d.dims, (std::vector<int64_t>{4, 4}));
@@ -363,15 +372,34 @@ TEST(WeightPlan, ExpertBlocksOfACheckpointStack) {
         EXPECT_EQ(at(d, (p * 2 + e) * 4 + x),
                   p ? 0.0f : static_cast<float>(e * 100 + x));
 
+  // Two stacks, "s" and "u" read as [2, 2, 4], their rows alternating
+  // (separate gate and up): [2 * 2, 4] per expert, row 2r + j is row r of
+  // source j; cut into two row blocks.
+  WeightPlan::ExpertBlocks pair;
+  pair.parts = 2;
+  WeightPlan two(WeightSource::Checkpoint, &ckpt, 0);
+  ir::TensorType flat(ir::DType::F32, {ir::SymExpr(4), ir::SymExpr(4)});
+  two.useExpertBlocks("w", {{"s", stack}, {"u", flat}}, stack, pair);
+  ASSERT_TRUE(two.validate(diags, path, /*reportUnused=*/false));
+  Written f = embedOne(two);
+  EXPECT_EQ(f.dims, (std::vector<int64_t>{4, 2, 4}));
+  for (int p = 0; p < 2; ++p)
+    for (int e = 0; e < 2; ++e)
+      for (int q = 0; q < 2; ++q)
+        for (int c = 0; c < 4; ++c) {
+          int row = p * 2 + q, j = row % 2, r = row / 2;
+          EXPECT_EQ(at(f, ((p * 2 + e) * 2 + q) * 4 + c),
+                    static_cast<float>(j * 1000 + e * 100 + r * 10 + c))
+              << p << " " << e << " " << q << " " << c;
+        }
+
   // A stack of another shape than the model's is reported by its name.
   DiagnosticEngine captured(sm);
   captured.setCapture(true);
   WeightPlan wrong(WeightSource::Checkpoint, &ckpt, 0);
-  wrong.useExpertBlocks(
-      "w", "s",
-      ir::TensorType(ir::DType::F32,
-                     {ir::SymExpr(2), ir::SymExpr(4), ir::SymExpr(2)}),
-      l);
+  ir::TensorType bad(ir::DType::F32,
+                     {ir::SymExpr(2), ir::SymExpr(4), ir::SymExpr(2)});
+  wrong.useExpertBlocks("w", {{"s", bad}}, bad, l);
   EXPECT_FALSE(wrong.validate(captured, path, /*reportUnused=*/false));
   std::string text;
   for (const Diagnostic &dg : captured.getCaptured())
