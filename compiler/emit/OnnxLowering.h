@@ -249,8 +249,8 @@ private:
   /// body of per-expert float matrices, f32 activations. Fills `f`'s params.
   bool matchFusedExperts(const ir::Op &op, FusedExperts &f) const;
   /// The part of matchFusedExperts for a body over the checkpoint's own
-  /// stacks (expert_slice): [gate | up] split or alternating, with biases,
-  /// the gpt-oss activation and clamps.
+  /// stacks (expert_slice): [gate | up] split or alternating, or separate
+  /// gate and up stacks, with biases, the gpt-oss activation and clamps.
   bool matchStackedBody(const ir::Block &body, FusedExperts &f) const;
   /// The dispatch of a matched `experts` as one MoE op over part-major
   /// stacks, for any token count; `out` is its [N, dOut] float32 result.
