@@ -42,6 +42,8 @@
 #include "emit/OnnxContribSchemas.h"
 #include "emit/OnnxLowering.h"
 
+#include <fmt/format.h>
+
 #include <functional>
 #include <limits>
 #include <optional>
@@ -107,6 +109,11 @@ bool splitsLast(const ir::Op *op, const std::vector<int64_t> &sizes) {
          op->attr<std::vector<int64_t>>("sizes") == sizes;
 }
 
+/// The initializer-name suffix of a stack cut in `parts` parts ("@2").
+std::string partsSuffix(int64_t parts) {
+  return parts > 1 ? fmt::format("@{}", parts) : std::string();
+}
+
 /// A matmul of the body's tokens by a per-expert [out, in] matrix.
 bool isTokenMatmul(const ir::Op *op, const ir::Value *tokens) {
   return op && op->getKind() == OpKind::MatMul && op->getOperand(0) == tokens &&
@@ -141,8 +148,17 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   // The body: yield(silu(t Wg^T) * (t Wu^T) Wd^T), nothing else; or the
   // same over the checkpoint's own stacks.
   const ir::Block &body = *op.getRegions()[0];
-  if (!expertBodyStackable(body) || body.getArguments().empty())
+  if (body.getArguments().empty())
     return false;
+  // Quantized matrices (--quant) run on QMoE: every matrix of the body
+  // quantized, nothing else.
+  bool quantized = !expertBodyStackable(body);
+  if (quantized)
+    for (const auto &o : body.getOps())
+      if (quantGathers.count(o.get()) ||
+          (o->getKind() == OpKind::MatMul && !quantMatmuls.count(o.get())))
+        return false;
+  int64_t hidden = lastDim(op.getOperand(0));
   if (matchStackedBody(body, f)) {
     int64_t count = op.attr<int64_t>("count");
     for (const ir::Value *v :
@@ -150,7 +166,11 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
           f.fc1UpBiasStack, f.fc2BiasStack})
       if (v && v->type.dims[0].getConstant() != std::optional<int64_t>(count))
         return false;
-    return true;
+    f.quantized = quantized;
+    int64_t inter =
+        f.fc2Stack->type.dims[f.fc2InputMajor ? 1 : 2].getConstant().value_or(
+            0);
+    return fusedParts(hidden, inter, quantized) > 0;
   }
   f = FusedExperts();
   const ir::Value *t = body.getArgument(0);
@@ -213,7 +233,30 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   for (const auto &o : body.getOps())
     if (o->getKind() != OpKind::Yield)
       ++ops;
-  return ops == 8 + clamps && yield->getNumOperands() == 1;
+  if (ops != 8 + clamps || yield->getNumOperands() != 1)
+    return false;
+  f.quantized = quantized;
+  int64_t inter =
+      f.gateParam->getResult()->type.dims[0].getConstant().value_or(0);
+  return fusedParts(hidden, inter, quantized) > 0;
+}
+
+int64_t OnnxLowering::fusedParts(int64_t hidden, int64_t inter,
+                                 bool quantized) const {
+  if (!quantized)
+    return inter % 2 == 0 ? 2 : 1;
+  // QMoE reads whole blocks; ONNX Runtime 1.30 reads a zero point of one
+  // block per row as a per-row zero point of another layout (checked on
+  // its CPU kernel), so asymmetric rows have two blocks or more.
+  auto whole = [&](int64_t k) {
+    return k > 0 && k % quant.block == 0 &&
+           (quant.symmetric || k / quant.block >= 2);
+  };
+  if (!whole(hidden))
+    return 0;
+  if (inter % 2 == 0 && whole(inter / 2))
+    return 2;
+  return whole(inter) ? 1 : 0;
 }
 
 bool OnnxLowering::matchStackedBody(const ir::Block &body,
@@ -450,8 +493,10 @@ void OnnxLowering::perExpertFusedWeights(const ir::Op &op, FusedExperts &f) {
   // (docs/decisions.md).
   int64_t inter =
       f.gateParam->getResult()->type.dims[0].getConstant().value_or(0);
-  f.parts = inter % 2 == 0 ? 2 : 1;
-  std::string suffix = f.parts > 1 ? "@" + std::to_string(f.parts) : "";
+  int64_t hidden =
+      f.gateParam->getResult()->type.dims[1].getConstant().value_or(0);
+  f.parts = fusedParts(hidden, inter, f.quantized);
+  std::string suffix = partsSuffix(f.parts);
   f.fc1 = weights.useInterleavedStack(
       stackedWeightName(gateName) + "+up" + suffix, members, 2,
       f.gateParam->getResult()->type, f.parts, 0);
@@ -462,6 +507,20 @@ void OnnxLowering::perExpertFusedWeights(const ir::Op &op, FusedExperts &f) {
   f.fc2 = weights.useInterleavedStack(
       stackedWeightName(downName) + suffix, downMembers, 1,
       f.downParam->getResult()->type, f.parts, 1);
+  if (f.quantized)
+    quantizeFusedStacks(f, count, hidden, inter);
+}
+
+void OnnxLowering::quantizeFusedStacks(FusedExperts &f, int64_t count,
+                                       int64_t hidden, int64_t inter) {
+  // fc1 [P * E, 2 I / P, D] and fc2 [P * E, D, I / P], each row quantized
+  // along its inputs: the rows of the float stacks, so the interleave and
+  // the parts are the float path's.
+  int64_t blocks = f.parts * count;
+  f.fc1Q = weights.quantizeStack(
+      f.fc1, quantLayout(2 * inter / f.parts, hidden, blocks));
+  f.fc2Q = weights.quantizeStack(
+      f.fc2, quantLayout(hidden, inter / f.parts, blocks));
 }
 
 void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
@@ -471,9 +530,10 @@ void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
   // with part 0 (docs/onnx.md).
   int64_t inter =
       f.fc2Stack->type.dims[f.fc2InputMajor ? 1 : 2].getConstant().value_or(0);
-  f.parts = inter % 2 == 0 ? 2 : 1;
-  std::string suffix =
-      ".moe" + (f.parts > 1 ? "@" + std::to_string(f.parts) : std::string());
+  int64_t hidden =
+      f.fc2Stack->type.dims[f.fc2InputMajor ? 2 : 1].getConstant().value_or(0);
+  f.parts = fusedParts(hidden, inter, f.quantized);
+  std::string suffix = ".moe" + partsSuffix(f.parts);
   // Gate and up: one stack whose halves alternate ([gate | up]) or whose
   // rows already do (gpt-oss), or two stacks whose rows alternate.
   bool halves = !f.interleaved && !f.fc1UpStack;
@@ -506,6 +566,9 @@ void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
         blocks(fc1Pair(f.fc1BiasStack, f.fc1UpBiasStack), false, 0, false);
   if (f.fc2BiasStack)
     f.fc2Bias = blocks({f.fc2BiasStack}, false, 0, true);
+  if (f.quantized)
+    quantizeFusedStacks(
+        f, f.fc2Stack->type.dims[0].getConstant().value_or(0), hidden, inter);
 }
 
 bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
@@ -566,9 +629,21 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
       OnnxAttr::real("activation_beta", f.beta)};
   if (f.limit)
     attrs.push_back(OnnxAttr::real("swiglu_limit", *f.limit));
-  std::string y =
-      b.nodeInDomain(kContribDomain, "MoE",
-                     {x, chosen, f.fc1, f.fc1Bias, f.fc2, f.fc2Bias}, attrs);
+  std::string y;
+  if (f.quantized) {
+    attrs.push_back(OnnxAttr::integer("expert_weight_bits", quant.bits));
+    attrs.push_back(OnnxAttr::integer("block_size", quant.block));
+    std::vector<std::string> ins = {x,           chosen,          f.fc1Q.codes,
+                                    f.fc1Q.scales, f.fc1Bias,     f.fc2Q.codes,
+                                    f.fc2Q.scales, f.fc2Bias};
+    if (!quant.symmetric)
+      ins.insert(ins.end(),
+                 {"", "", "", f.fc1Q.zeroPoints, f.fc2Q.zeroPoints});
+    y = b.nodeInDomain(kContribDomain, "QMoE", ins, attrs);
+  } else {
+    y = b.nodeInDomain(kContribDomain, "MoE",
+                       {x, chosen, f.fc1, f.fc1Bias, f.fc2, f.fc2Bias}, attrs);
+  }
   addGraphOutput(thenBranch, y, act);
   b.restore(std::move(outer));
   outer = b.retarget(elseBranch, elseBranch.name() + "_");

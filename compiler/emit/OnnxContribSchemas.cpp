@@ -1,8 +1,8 @@
 //===- OnnxContribSchemas.cpp - ONNX Runtime contrib ops for the checker --===//
 //
 // This file registers MatMulNBits, GatherBlockQuantized,
-// SimplifiedLayerNormalization and SkipSimplifiedLayerNormalization
-// (`--target=ort`) with onnx's schema
+// SimplifiedLayerNormalization and SkipSimplifiedLayerNormalization, MoE and
+// QMoE (`--target=ort`) with onnx's schema
 // registry. The quantized ops' shape rules also check the quantized
 // initializers' shapes against the attributes, so a layout bug fails
 // in-process instead of in ONNX Runtime.
@@ -64,6 +64,47 @@ void inferMoe(InferenceContext &ctx) {
   int64_t rows = inter < 0 ? -1 : (act == "swiglu" ? 2 * inter : inter);
   expectDims(ctx, 4, {experts, hidden, inter}, "fc2_experts_weights");
   expectDims(ctx, 2, {experts, rows, hidden}, "fc1_experts_weights");
+}
+
+/// QMoE's output is its input's shape; the block-quantized stacks (codes
+/// [E, N, K * bits / 8], scales [E, N, K / block], zero points [E, N,
+/// ceil(K / block * bits / 8)]) must agree with each other and the hidden
+/// size.
+void inferQMoe(InferenceContext &ctx) {
+  propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  if (hasInputShape(ctx, 0))
+    propagateShapeFromInputToOutput(ctx, 0, 0);
+  int64_t bits = intAttr(ctx, "expert_weight_bits", 4);
+  int64_t block = intAttr(ctx, "block_size", 0);
+  if ((bits != 4 && bits != 8) || block < 16 || (block & (block - 1)))
+    fail_shape_inference("QMoE: invalid expert_weight_bits or block_size");
+  if (!hasInputShape(ctx, 2) || !hasInputShape(ctx, 5))
+    return;
+  const TensorShapeProto &fc1 = getInputShape(ctx, 2);
+  const TensorShapeProto &fc2 = getInputShape(ctx, 5);
+  if (fc1.dim_size() != 3 || fc2.dim_size() != 3)
+    fail_shape_inference("QMoE's expert codes are not [experts, rows, bytes]");
+  auto value = [](const TensorShapeProto &s, int i) {
+    return s.dim(i).has_dim_value() ? s.dim(i).dim_value() : int64_t(-1);
+  };
+  int64_t experts = value(fc1, 0), hidden = value(fc2, 1);
+  int64_t rows1 = value(fc1, 1);
+  int64_t k1 = value(fc1, 2) * 8 / bits, k2 = value(fc2, 2) * 8 / bits;
+  if (hidden < 0 || rows1 < 0 || k1 <= 0 || k2 <= 0)
+    return;
+  if (k1 != hidden || k1 % block || k2 % block)
+    fail_shape_inference("QMoE: the codes' inputs are not the hidden size "
+                         "and intermediate size in whole blocks");
+  expectDims(ctx, 5, {experts, hidden, k2 * bits / 8}, "fc2_experts_weights");
+  expectDims(ctx, 3, {experts, rows1, k1 / block}, "fc1_scales");
+  expectDims(ctx, 6, {experts, hidden, k2 / block}, "fc2_scales");
+  auto zeroPoints = [&](size_t input, int64_t rows, int64_t k,
+                        const char *what) {
+    if (ctx.getNumInputs() > input && ctx.getInputType(input))
+      expectDims(ctx, input, {experts, rows, (k / block * bits + 7) / 8}, what);
+  };
+  zeroPoints(11, rows1, k1, "fc1_zero_points");
+  zeroPoints(12, hidden, k2, "fc2_zero_points");
 }
 
 void inferMatMulNBits(InferenceContext &ctx) {
@@ -281,6 +322,64 @@ void registerAll() {
                           "activations and weights")
           .TypeAndShapeInferenceFunction(inferMoe);
   OpSchemaRegistry::OpSchemaRegisterOnce registerMoe(moe);
+  static OpSchema qmoe =
+      OpSchema()
+          .SetName("QMoE")
+          .SetDomain(kContribDomain)
+          .SinceVersion(kContribOpset)
+          .SetDoc("MoE over block-quantized expert weights (ONNX Runtime "
+                  "contrib op): the routing and activations of MoE.")
+          .Attr("k", "experts per row", AttributeProto::INT,
+                static_cast<int64_t>(1))
+          .Attr("activation_type", "relu, gelu, silu, identity or swiglu",
+                AttributeProto::STRING, std::string("relu"))
+          .Attr("normalize_routing_weights", "renormalise the k weights",
+                AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("use_sparse_mixer", "sparse mixer routing (k = 2)",
+                AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("swiglu_fusion",
+                "0: no fc1 fusion, 1: gate and up rows interleaved, 2: "
+                "concatenated",
+                AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("swiglu_limit", "clamp of the SwiGLU inputs",
+                AttributeProto::FLOAT, OPTIONAL_VALUE)
+          .Attr("activation_alpha", "SwiGLU's sigmoid scale",
+                AttributeProto::FLOAT, 1.0f)
+          .Attr("activation_beta", "added to SwiGLU's linear half",
+                AttributeProto::FLOAT, 0.0f)
+          .Attr("expert_weight_bits", "4 or 8", AttributeProto::INT,
+                static_cast<int64_t>(4))
+          .Attr("block_size", "inputs per quantization block",
+                AttributeProto::INT, OPTIONAL_VALUE)
+          .Input(0, "input", "[rows, hidden] or [batch, seq, hidden]", "T")
+          .Input(1, "router_probs", "[rows, experts] logits", "T")
+          .Input(2, "fc1_experts_weights",
+                 "[experts, fc1 out, hidden * bits / 8] codes", "T1")
+          .Input(3, "fc1_scales", "[experts, fc1 out, hidden / block]", "T2")
+          .Input(4, "fc1_experts_bias", "[experts, fc1 out]", "T",
+                 OpSchema::Optional)
+          .Input(5, "fc2_experts_weights",
+                 "[experts, hidden, I * bits / 8] codes", "T1")
+          .Input(6, "fc2_scales", "[experts, hidden, I / block]", "T2")
+          .Input(7, "fc2_experts_bias", "[experts, hidden]", "T",
+                 OpSchema::Optional)
+          .Input(8, "fc3_experts_weights", "codes", "T1", OpSchema::Optional)
+          .Input(9, "fc3_scales", "scales", "T2", OpSchema::Optional)
+          .Input(10, "fc3_experts_bias", "[experts, I]", "T",
+                 OpSchema::Optional)
+          .Input(11, "fc1_zero_points", "[experts, fc1 out, zp bytes]", "T1",
+                 OpSchema::Optional)
+          .Input(12, "fc2_zero_points", "[experts, hidden, zp bytes]", "T1",
+                 OpSchema::Optional)
+          .Input(13, "fc3_zero_points", "zero points", "T1",
+                 OpSchema::Optional)
+          .Output(0, "output", "input's shape", "T")
+          .TypeConstraint("T", {"tensor(float)", "tensor(float16)"},
+                          "activations")
+          .TypeConstraint("T1", {"tensor(uint8)"}, "codes")
+          .TypeConstraint("T2", {"tensor(float)", "tensor(float16)"}, "scales")
+          .TypeAndShapeInferenceFunction(inferQMoe);
+  OpSchemaRegistry::OpSchemaRegisterOnce registerQMoe(qmoe);
 }
 } // namespace
 

@@ -128,7 +128,16 @@ private:
     /// [P * E, D, I / P] down blocks (part-major: entry p * E + e); the
     /// biases' [P * E, 2 I / P] and [P * E, D] (zero after part 0) blocks.
     std::string fc1, fc2, fc1Bias, fc2Bias;
+    /// --quant: the stacks block-quantized (QMoE; fc1 and fc2 are then the
+    /// quantized entries' names).
+    bool quantized = false;
+    QuantizedRef fc1Q, fc2Q;
   };
+  /// The parts P each expert of hidden size `hidden` and intermediate size
+  /// `inter` is cut into (2 when `inter` is even, else 1); quantized, the
+  /// largest of them whose blocks QMoE reads (its inputs D and I / P in
+  /// whole blocks, two or more per row when asymmetric), 0 if none.
+  int64_t fusedParts(int64_t hidden, int64_t inter, bool quantized) const;
   /// The checkpoint stacks (their params' values) that only a fused
   /// dispatch reads: registered only if something else asks for them.
   std::set<const ir::Value *> fusedStacks;
@@ -260,6 +269,10 @@ private:
   /// checkpoint's own stacks.
   void perExpertFusedWeights(const ir::Op &op, FusedExperts &f);
   void stackedFusedWeights(FusedExperts &f);
+  /// --quant: the fused stacks of `count` experts stored block-quantized
+  /// (WeightPlan::quantizeStack) in QMoE's layout.
+  void quantizeFusedStacks(FusedExperts &f, int64_t count, int64_t hidden,
+                           int64_t inter);
 
   // LowerExperts.cpp.
   bool lowerExperts(const ir::Op &op);

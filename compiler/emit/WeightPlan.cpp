@@ -56,6 +56,23 @@ int64_t loadInt(const uint8_t *p, StDType t) {
   }
 }
 
+float loadFloat(const uint8_t *p, ir::DType t) {
+  uint16_t h;
+  switch (t) {
+  case ir::DType::F16:
+    std::memcpy(&h, p, 2);
+    return halfToFloat(h);
+  case ir::DType::BF16:
+    std::memcpy(&h, p, 2);
+    return bf16ToFloat(h);
+  default: {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  }
+}
+
 void storeFloat(uint8_t *p, float f, ir::DType t) {
   switch (t) {
   case ir::DType::F16: {
@@ -328,6 +345,22 @@ QuantizedRef WeightPlan::useQuantized(const std::string &name,
         onnx::TensorProto_DataType_UINT8);
   }
   return r;
+}
+
+QuantizedRef WeightPlan::quantizeStack(const std::string &name,
+                                      const ir::QuantLayout &layout) {
+  auto it = index.find(name);
+  assert(it != index.end() && "the stack is registered first");
+  Entry &e = entries[it->second];
+  assert((e.blocks || !e.members.empty()) && e.shape.size() == 3 &&
+         e.shape[0] == layout.experts && e.shape[1] == layout.rows &&
+         e.shape[2] == layout.cols && "a stack of [rows, cols] matrices");
+  // The float form is not written.
+  e.plain = false;
+  e.viewNames.erase(name);
+  std::erase_if(e.views, [&](const View &v) { return v.name == name; });
+  return useQuantized(name, e.type, layout, /*inOut=*/false, /*expert=*/-1,
+                      /*forGather=*/false);
 }
 
 uint64_t WeightPlan::regionBytes(const Entry &e, int region) const {
@@ -667,6 +700,15 @@ bool WeightPlan::produceQuantized(const Entry &e, DiagnosticEngine &diags,
                                   WeightStats &stats, Sink &&codesSink,
                                   std::vector<uint8_t> &scales,
                                   std::vector<uint8_t> &zeroPoints) const {
+  // A stack made of other tensors (quantizeStack): its float rows as the
+  // float stack would be written.
+  if (e.blocks || !e.members.empty())
+    return quantizeProducedRows(
+        e, diags, stats, codesSink, scales, zeroPoints,
+        [&](const std::function<bool(const uint8_t *, uint64_t,
+                                     DiagnosticEngine &)> &rows) {
+          return producePlain(e, diags, stats, rows);
+        });
   const ir::QuantLayout &l = e.layout;
   ir::DType sdt = scaleDType(e.type);
   size_t scaleSize = ir::dtypeBits(sdt) / 8;
@@ -728,6 +770,73 @@ bool WeightPlan::produceQuantized(const Entry &e, DiagnosticEngine &diags,
       values->release(base, N * K);
   }
   stats.bytesRead += values->bytesRead;
+  return true;
+}
+
+template <typename Sink>
+bool WeightPlan::quantizeProducedRows(
+    const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
+    Sink &&codesSink, std::vector<uint8_t> &scales,
+    std::vector<uint8_t> &zeroPoints,
+    const std::function<bool(
+        const std::function<bool(const uint8_t *, uint64_t,
+                                 DiagnosticEngine &)> &)> &values) const {
+  const ir::QuantLayout &l = e.layout;
+  ir::DType sdt = scaleDType(e.type);
+  size_t scaleSize = ir::dtypeBits(sdt) / 8;
+  float (*round)(float) = sdt == ir::DType::F16    ? roundHalf
+                          : sdt == ir::DType::BF16 ? roundBf16
+                                                   : roundNone;
+  const uint64_t K = static_cast<uint64_t>(l.cols);
+  const int64_t nb = l.blocksPerRow();
+  const size_t es = ir::dtypeBits(e.type.dtype) / 8;
+  scales.assign(
+      static_cast<size_t>(l.experts) * l.scalesPerMatrix() * scaleSize, 0);
+  zeroPoints.assign(
+      static_cast<size_t>(l.experts * l.rows * l.zeroPointBytesPerRow()), 0);
+  // Bytes arrive in pieces of any size; each complete row is quantized.
+  std::vector<uint8_t> pending;
+  pending.reserve(K * es);
+  std::vector<float> row(K), rowScales(static_cast<size_t>(nb));
+  std::vector<uint8_t> codes(static_cast<size_t>(nb * l.blobBytes()));
+  uint64_t r = 0;
+  const uint64_t totalRows = static_cast<uint64_t>(l.experts * l.rows);
+  auto rows = [&](const uint8_t *p, uint64_t n, DiagnosticEngine &d) {
+    while (n > 0) {
+      uint64_t take = std::min<uint64_t>(n, K * es - pending.size());
+      pending.insert(pending.end(), p, p + take);
+      p += take;
+      n -= take;
+      if (pending.size() < K * es)
+        continue;
+      if (r >= totalRows) {
+        d.error(SourceRange(), "weight '{}' produced more rows than its "
+                               "{} x {} stack",
+                e.name, l.experts, l.rows);
+        return false;
+      }
+      for (uint64_t k = 0; k < K; ++k)
+        row[k] = loadFloat(pending.data() + k * es, e.type.dtype);
+      pending.clear();
+      quantizeRow(row.data(), l, round, codes.data(), rowScales.data(),
+                  l.symmetric ? nullptr
+                              : zeroPoints.data() + r * l.zeroPointBytesPerRow());
+      for (int64_t b = 0; b < nb; ++b)
+        storeFloat(scales.data() + (r * nb + b) * scaleSize, rowScales[b],
+                   sdt);
+      ++r;
+      if (!codesSink(codes.data(), codes.size(), d))
+        return false;
+    }
+    return true;
+  };
+  // The float bytes the producer counts are not written: its count is
+  // replaced by the codes'.
+  uint64_t written = stats.bytesWritten;
+  if (!values(rows))
+    return false;
+  stats.bytesWritten = written + r * codes.size();
+  assert(r == totalRows && pending.empty() && "whole rows of the stack");
   return true;
 }
 

@@ -34,6 +34,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -154,6 +155,15 @@ public:
                             const ir::QuantLayout &layout, bool inOut,
                             int64_t expert, bool forGather);
 
+  /// Stores a stack registered by useInterleavedStack or useExpertBlocks
+  /// block-quantized instead of as floats: each of its `layout.experts`
+  /// [rows, cols] entries is quantized along cols, as it is produced (one
+  /// expert's matrices in memory, as for the floats). Returns the views
+  /// of the whole stack ([E, N, blocks * blob] codes, [E, N, blocks]
+  /// scales, [E, N, zp bytes] zero points: QMoE's layout).
+  QuantizedRef quantizeStack(const std::string &name,
+                             const ir::QuantLayout &layout);
+
   /// Names of stacked weights the model reads as [in, out] matrices (the
   /// orientation of gpt-oss's MXFP4 blocks).
   void setInOutWeights(std::set<std::string> names) {
@@ -273,6 +283,16 @@ private:
   template <typename Sink>
   bool producePlain(const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
                     Sink &&sink) const;
+  /// Quantizes the rows of `values`, a row-major [E, N, K] source that
+  /// calls its sink with bytes of `e.type.dtype` (quantizeStack).
+  template <typename Sink>
+  bool quantizeProducedRows(
+      const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
+      Sink &&codes, std::vector<uint8_t> &scales,
+      std::vector<uint8_t> &zeroPoints,
+      const std::function<bool(
+          const std::function<bool(const uint8_t *, uint64_t,
+                                   DiagnosticEngine &)> &)> &values) const;
   template <typename Sink>
   bool produceQuantized(const Entry &e, DiagnosticEngine &diags,
                         WeightStats &stats, Sink &&codes,

@@ -9,7 +9,7 @@ DIR holds config.json and model.safetensors (a shared fixture, or a checkpoint i
 by make_quantized_checkpoint.py) and expected.safetensors (its inputs; Hugging Face's logits for a shared fixture).
 Steps:
   1. archc emits the quantized model;
-  2. every MatMulNBits / GatherBlockQuantized weight is read back from the ONNX file and dequantized per ONNX
+  2. every MatMulNBits / GatherBlockQuantized / QMoE weight is read back from the ONNX file and dequantized per ONNX
      Runtime's operator specification (quant_formats.py); its relative L2 error against the weight the checkpoint
      holds (dequantized from its own format if quantized) must lie in [LO, HI] (round-to-nearest at 4 bits, block
      32: about 0.1; a sign or scale bug gives ~1.4);
@@ -89,7 +89,15 @@ def read_back(model_path):
     inits = {i.name: i for i in m.graph.initializer}
     arr = lambda n: numpy_helper.to_array(inits[n]) if n else None  # noqa: E731
     out = {}
-    for node in m.graph.node:
+
+    def nodes(graph):  # the graph's nodes and its subgraphs' (QMoE is an If's branch)
+        for node in graph.node:
+            yield node
+            for a in node.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    yield from nodes(a.g)
+
+    for node in nodes(m.graph):
         if node.domain != "com.microsoft":
             continue
         at = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
@@ -103,6 +111,16 @@ def read_back(model_path):
             w = qf.gather_block_quantized_decode(data, scales, arr(ins[3]), at["bits"], at["block_size"],
                                                  data.shape[1] * (8 // at["bits"]))
             out[ins[0]] = ("gather", w)
+        elif node.op_type == "QMoE":
+            # fc1 [P * E, 2 I / P, D] and fc2 [P * E, D, I / P] stacks: each entry's rows as MatMulNBits holds them.
+            bits, block = at["expert_weight_bits"], at["block_size"]
+            ins = list(node.input) + [""] * 14
+            for kind, c, sc, zp in (("qmoe_fc1", 2, 3, 11), ("qmoe_fc2", 5, 6, 12)):
+                codes, scales, zps = arr(ins[c]), arr(ins[sc]), arr(ins[zp])
+                n, k = codes.shape[1], codes.shape[2] * 8 // bits
+                out[ins[c]] = (kind, np.stack([
+                    qf.matmulnbits_decode(codes[x], scales[x], None if zps is None else zps[x], n, k, bits, block)
+                    for x in range(codes.shape[0])]))
     floats = {i.name for i in m.graph.initializer if i.data_type in (1, 10, 16)}
     return out, floats
 
@@ -117,6 +135,58 @@ def hf_name(codes, weights):
     if base not in weights:
         raise SystemExit(f"quantized initializer {codes}: no checkpoint tensor {base}")
     return base, None
+
+
+# Checkpoint stacks whose gate and up rows alternate (else [gate | up] halves).
+ALTERNATING = {"gpt_oss"}
+
+
+def qmoe_matrices(quantized, weights, family):
+    """QMoE stacks -> [(codes, checkpoint tensor, expert, matrix)] (docs/onnx.md names them): per-expert tensors'
+    X.stacked.G+up[@P] (gate G, up the other [I, D] tensor of X.<e>) and X.stacked.D[@P], or a checkpoint stack S's
+    S.moe[@P]; entry p * E + e holds part p of expert e, fc1's rows gate and up alternating."""
+    stacks = {c: v for c, v in quantized.items() if v[0].startswith("qmoe")}
+    downs = {re.sub(r"(@\d+)?\.qweight$", "", c) for c, (k, _) in stacks.items() if k == "qmoe_fc2"}
+    found = []
+    for codes, (kind, w) in sorted(stacks.items()):
+        base = re.sub(r"(@\d+)?\.qweight$", "", codes)
+        if base.endswith(".moe"):                             # a checkpoint stack
+            src = base[:-len(".moe")]
+            orig = np.asarray(weights[src], np.float64)
+            if in_out(family, src):
+                orig = orig.transpose(0, 2, 1)
+            experts = orig.shape[0]
+            names = [(src, e) for e in range(experts)]
+        else:
+            m = re.match(r"^(.*)\.stacked\.(.*?)(\+up)?$", base)
+            prefix, leaf = m.group(1), m.group(2)
+            experts = sum(1 for t in weights if re.fullmatch(re.escape(prefix) + r"\.\d+\." + re.escape(leaf), t))
+            names = [(f"{prefix}.{e}.{leaf}", None) for e in range(experts)]
+            if m.group(3):
+                taken = {leaf} | {re.match(r"^.*\.stacked\.(.*)$", d).group(1) for d in downs if d.startswith(prefix)}
+                ups = [t[len(prefix) + 3:] for t in weights if t.startswith(prefix + ".0.") and
+                       t[len(prefix) + 3:] not in taken and weights[t].shape == weights[names[0][0]].shape]
+                if len(ups) != 1:
+                    raise SystemExit(f"{codes}: cannot tell the up projection of {prefix} ({ups})")
+        parts = w.shape[0] // experts
+        for e, (tensor, x) in enumerate(names):
+            if kind == "qmoe_fc2":
+                mat = np.concatenate([w[p * experts + e] for p in range(parts)], axis=1)
+                found.append((codes, tensor, x, mat))
+                continue
+            gate = np.concatenate([w[p * experts + e][0::2] for p in range(parts)])
+            up = np.concatenate([w[p * experts + e][1::2] for p in range(parts)])
+            if x is None:
+                found.append((codes, tensor, None, gate))
+                found.append((codes, f"{prefix}.{e}.{ups[0]}", None, up))
+                continue
+            mat = np.empty((2 * gate.shape[0], gate.shape[1]))
+            if family in ALTERNATING:
+                mat[0::2], mat[1::2] = gate, up
+            else:
+                mat = np.concatenate([gate, up])
+            found.append((codes, tensor, x, mat))
+    return found
 
 
 def emit_folder(a, opts, name):
@@ -208,8 +278,10 @@ def main():
         return 1
     lo, hi = (float(x) for x in a.l2.split(","))
     errors, ref_weights, untie = [], dict(weights), None
-    for codes, (kind, w) in sorted(quantized.items()):
-        tensor, expert = hf_name(codes, weights)
+    matrices = [(codes, kind, *hf_name(codes, weights), w) for codes, (kind, w) in sorted(quantized.items())
+                if not kind.startswith("qmoe")]
+    matrices += [(codes, "qmoe", tensor, x, w) for codes, tensor, x, w in qmoe_matrices(quantized, weights, a.family)]
+    for codes, kind, tensor, expert, w in matrices:
         orig = weights[tensor] if expert is None else weights[tensor][expert]
         if orig.shape == w.T.shape and (orig.shape != w.shape or in_out(a.family, tensor)):
             w = w.T                                   # stored [in, out]
@@ -217,7 +289,7 @@ def main():
             print(f"FAIL {name}: {codes} dequantizes to {w.shape}, checkpoint {tensor} is {orig.shape}")
             return 1
         err = float(np.linalg.norm(w - orig) / max(np.linalg.norm(orig), 1e-30))
-        errors.append((err, codes))
+        errors.append((err, codes if kind != "qmoe" else f"{codes} ({tensor}{'' if expert is None else f' {expert}'})"))
         if kind == "matmul" and tensor in floats and cfg.get("tie_word_embeddings", False):
             untie = (tensor, w)                       # a tied head quantized apart from the float table
         elif expert is None:
