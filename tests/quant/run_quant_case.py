@@ -3,7 +3,7 @@
 
   run_quant_case.py --archc BIN --arch FILE.arch --family F --node NODE --case DIR --work DIR
                     --opts="--quant=int4 ..." [--l2 LO,HI] [--min-corr C | --hf] [--rel-tol T]
-                    [--folder FILE [--tjs DTYPE]]
+                    [--expect-op OP] [--folder FILE [--tjs DTYPE]]
 
 DIR holds config.json and model.safetensors (a shared fixture, or a checkpoint in a released quantized format built
 by make_quantized_checkpoint.py) and expected.safetensors (its inputs; Hugging Face's logits for a shared fixture).
@@ -83,20 +83,21 @@ def logical_weights(path, cfg, family):
     return out
 
 
+def nodes(graph):
+    """The graph's nodes and its subgraphs' (QMoE is an If's branch)."""
+    for node in graph.node:
+        yield node
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from nodes(a.g)
+
+
 def read_back(model_path):
     """{codes initializer: (kind, dequantized [N, K] float64)} for every quantized weight of the ONNX model."""
     m = onnx.load(model_path)
     inits = {i.name: i for i in m.graph.initializer}
     arr = lambda n: numpy_helper.to_array(inits[n]) if n else None  # noqa: E731
     out = {}
-
-    def nodes(graph):  # the graph's nodes and its subgraphs' (QMoE is an If's branch)
-        for node in graph.node:
-            yield node
-            for a in node.attribute:
-                if a.type == onnx.AttributeProto.GRAPH:
-                    yield from nodes(a.g)
-
     for node in nodes(m.graph):
         if node.domain != "com.microsoft":
             continue
@@ -122,7 +123,7 @@ def read_back(model_path):
                     qf.matmulnbits_decode(codes[x], scales[x], None if zps is None else zps[x], n, k, bits, block)
                     for x in range(codes.shape[0])]))
     floats = {i.name for i in m.graph.initializer if i.data_type in (1, 10, 16)}
-    return out, floats
+    return out, floats, {n.op_type for n in nodes(m.graph)}
 
 
 def hf_name(codes, weights):
@@ -247,6 +248,7 @@ def main():
     ap.add_argument("--hf", action="store_true", help="report the correlation with Hugging Face's logits")
     ap.add_argument("--rel-tol", default="1e-4")
     ap.add_argument("--corr-opts", help="options of the model whose correlation with HF is checked (default: --opts)")
+    ap.add_argument("--expect-op", help="an op type the model must contain (e.g. QMoE with --target=ort)")
     ap.add_argument("--folder", metavar="FILE", help="compile as a model folder; FILE: the model expected in onnx/")
     ap.add_argument("--tjs", metavar="DTYPE", help="with --folder: transformers.js loads the folder with this dtype")
     a = ap.parse_args()
@@ -272,9 +274,12 @@ def main():
                        check=True)
 
     weights = logical_weights(os.path.join(a.case, "model.safetensors"), cfg, a.family)
-    quantized, floats = read_back(model)
+    quantized, floats, ops = read_back(model)
     if not quantized:
         print(f"FAIL {name}: the model has no quantized weight")
+        return 1
+    if a.expect_op and a.expect_op not in ops:
+        print(f"FAIL {name}: the model has no {a.expect_op} node")
         return 1
     lo, hi = (float(x) for x in a.l2.split(","))
     errors, ref_weights, untie = [], dict(weights), None
