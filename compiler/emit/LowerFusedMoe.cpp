@@ -519,8 +519,8 @@ void OnnxLowering::quantizeFusedStacks(FusedExperts &f, int64_t count,
   int64_t blocks = f.parts * count;
   f.fc1Q = weights.quantizeStack(
       f.fc1, quantLayout(2 * inter / f.parts, hidden, blocks));
-  f.fc2Q = weights.quantizeStack(
-      f.fc2, quantLayout(hidden, inter / f.parts, blocks));
+  f.fc2Q = weights.quantizeStack(f.fc2,
+                                 quantLayout(hidden, inter / f.parts, blocks));
 }
 
 void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
@@ -567,8 +567,8 @@ void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
   if (f.fc2BiasStack)
     f.fc2Bias = blocks({f.fc2BiasStack}, false, 0, true);
   if (f.quantized)
-    quantizeFusedStacks(
-        f, f.fc2Stack->type.dims[0].getConstant().value_or(0), hidden, inter);
+    quantizeFusedStacks(f, f.fc2Stack->type.dims[0].getConstant().value_or(0),
+                        hidden, inter);
 }
 
 bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
@@ -633,12 +633,11 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   if (f.quantized) {
     attrs.push_back(OnnxAttr::integer("expert_weight_bits", quant.bits));
     attrs.push_back(OnnxAttr::integer("block_size", quant.block));
-    std::vector<std::string> ins = {x,           chosen,          f.fc1Q.codes,
-                                    f.fc1Q.scales, f.fc1Bias,     f.fc2Q.codes,
-                                    f.fc2Q.scales, f.fc2Bias};
+    std::vector<std::string> ins = {
+        x,         chosen,       f.fc1Q.codes,  f.fc1Q.scales,
+        f.fc1Bias, f.fc2Q.codes, f.fc2Q.scales, f.fc2Bias};
     if (!quant.symmetric)
-      ins.insert(ins.end(),
-                 {"", "", "", f.fc1Q.zeroPoints, f.fc2Q.zeroPoints});
+      ins.insert(ins.end(), {"", "", "", f.fc1Q.zeroPoints, f.fc2Q.zeroPoints});
     y = b.nodeInDomain(kContribDomain, "QMoE", ins, attrs);
   } else {
     y = b.nodeInDomain(kContribDomain, "MoE",

@@ -371,8 +371,7 @@ void registerAll() {
                  OpSchema::Optional)
           .Input(12, "fc2_zero_points", "[experts, hidden, zp bytes]", "T1",
                  OpSchema::Optional)
-          .Input(13, "fc3_zero_points", "zero points", "T1",
-                 OpSchema::Optional)
+          .Input(13, "fc3_zero_points", "zero points", "T1", OpSchema::Optional)
           .Output(0, "output", "input's shape", "T")
           .TypeConstraint("T", {"tensor(float)", "tensor(float16)"},
                           "activations")

@@ -348,7 +348,7 @@ QuantizedRef WeightPlan::useQuantized(const std::string &name,
 }
 
 QuantizedRef WeightPlan::quantizeStack(const std::string &name,
-                                      const ir::QuantLayout &layout) {
+                                       const ir::QuantLayout &layout) {
   auto it = index.find(name);
   assert(it != index.end() && "the stack is registered first");
   Entry &e = entries[it->second];
@@ -778,9 +778,9 @@ bool WeightPlan::quantizeProducedRows(
     const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
     Sink &&codesSink, std::vector<uint8_t> &scales,
     std::vector<uint8_t> &zeroPoints,
-    const std::function<bool(
-        const std::function<bool(const uint8_t *, uint64_t,
-                                 DiagnosticEngine &)> &)> &values) const {
+    const std::function<bool(const std::function<bool(const uint8_t *, uint64_t,
+                                                      DiagnosticEngine &)> &)>
+        &values) const {
   const ir::QuantLayout &l = e.layout;
   ir::DType sdt = scaleDType(e.type);
   size_t scaleSize = ir::dtypeBits(sdt) / 8;
@@ -810,8 +810,9 @@ bool WeightPlan::quantizeProducedRows(
       if (pending.size() < K * es)
         continue;
       if (r >= totalRows) {
-        d.error(SourceRange(), "weight '{}' produced more rows than its "
-                               "{} x {} stack",
+        d.error(SourceRange(),
+                "weight '{}' produced more rows than its "
+                "{} x {} stack",
                 e.name, l.experts, l.rows);
         return false;
       }
@@ -819,11 +820,11 @@ bool WeightPlan::quantizeProducedRows(
         row[k] = loadFloat(pending.data() + k * es, e.type.dtype);
       pending.clear();
       quantizeRow(row.data(), l, round, codes.data(), rowScales.data(),
-                  l.symmetric ? nullptr
-                              : zeroPoints.data() + r * l.zeroPointBytesPerRow());
+                  l.symmetric
+                      ? nullptr
+                      : zeroPoints.data() + r * l.zeroPointBytesPerRow());
       for (int64_t b = 0; b < nb; ++b)
-        storeFloat(scales.data() + (r * nb + b) * scaleSize, rowScales[b],
-                   sdt);
+        storeFloat(scales.data() + (r * nb + b) * scaleSize, rowScales[b], sdt);
       ++r;
       if (!codesSink(codes.data(), codes.size(), d))
         return false;

@@ -287,12 +287,11 @@ private:
   /// calls its sink with bytes of `e.type.dtype` (quantizeStack).
   template <typename Sink>
   bool quantizeProducedRows(
-      const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
-      Sink &&codes, std::vector<uint8_t> &scales,
-      std::vector<uint8_t> &zeroPoints,
-      const std::function<bool(
-          const std::function<bool(const uint8_t *, uint64_t,
-                                   DiagnosticEngine &)> &)> &values) const;
+      const Entry &e, DiagnosticEngine &diags, WeightStats &stats, Sink &&codes,
+      std::vector<uint8_t> &scales, std::vector<uint8_t> &zeroPoints,
+      const std::function<
+          bool(const std::function<bool(const uint8_t *, uint64_t,
+                                        DiagnosticEngine &)> &)> &values) const;
   template <typename Sink>
   bool produceQuantized(const Entry &e, DiagnosticEngine &diags,
                         WeightStats &stats, Sink &&codes,
