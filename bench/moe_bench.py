@@ -2,11 +2,12 @@
 """MoE in ONNX Runtime: graph size, emission time, and MoE vs dense speed.
 
 Usage: moe_bench.py [--archc BIN] [--rounds N] [--threads T] [--prefill P]
-                    [--decodes D] [sizes] [speed]
+                    [--decodes D] [--target T,...] [--quant Q] [sizes] [speed]
 
   sizes   node counts (every node, Loop bodies included) and emission times
           (median of --rounds runs) of the real MoE configs with --init=none
-          (Qwen3-30B-A3B, DeepSeek-V4-Flash, Qwen3-235B-A22B)
+          (Qwen3-30B-A3B, DeepSeek-V4-Flash, Qwen3-235B-A22B), per --target,
+          with --quant=Q when given (int4 | int8)
   speed   a 4-layer, 64-expert, top-8 Qwen3-MoE (hidden 1024) against the
           dense Qwen3 with the same activated parameters (intermediate =
           top_k * moe_intermediate), both f32 with random weights, timed in
@@ -76,9 +77,9 @@ def emit(archc, arch, config, out, extra=()):
     return elapsed
 
 
-def node_counts(archc=None, rounds=3, targets=("portable",)):
+def node_counts(archc=None, rounds=3, targets=("portable",), quant=None):
     """Node counts and median emission time (--init=none) of SIZE_CASES,
-    per --target."""
+    per --target (with --quant=QUANT when given)."""
     archc = archc or default_archc()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,11 +87,14 @@ def node_counts(archc=None, rounds=3, targets=("portable",)):
             config = os.path.join(ROOT, "archs", "configs", cfg + ".json")
             for emit_target in targets:
                 out = os.path.join(tmp, cfg + "." + emit_target + ".onnx")
-                times = [emit(archc, arch, config, out,
-                              ["--init=none", "--target=" + emit_target])
+                extra = ["--init=none", "--target=" + emit_target]
+                if quant:
+                    extra.append("--quant=" + quant)
+                times = [emit(archc, arch, config, out, extra)
                          for _ in range(rounds)]
                 top, total = count_nodes(out)
-                rows.append({"config": cfg, "emit_target": emit_target,
+                label = emit_target + ("+" + quant if quant else "")
+                rows.append({"config": cfg, "emit_target": label,
                              "nodes": total, "top_level_nodes": top,
                              "target": target,
                              "emit_s": statistics.median(times),
@@ -181,18 +185,20 @@ def print_speed(r):
 
 def main(argv):
     archc, rounds, threads, prefill, decodes = default_archc(), 5, 2, 128, 5
-    targets, what = ["portable"], []
+    targets, what, quant = ["portable"], [], None
     i = 0
     while i < len(argv):
         a = argv[i]
         if a in ("--archc", "--rounds", "--threads", "--prefill", "--decodes",
-                 "--target"):
+                 "--target", "--quant"):
             v = argv[i + 1]
             i += 2
             if a == "--archc":
                 archc = v
             elif a == "--target":
                 targets = v.split(",")
+            elif a == "--quant":
+                quant = v
             else:
                 n = int(v)
                 rounds, threads, prefill, decodes = (
@@ -205,7 +211,8 @@ def main(argv):
         i += 1
     what = what or ["sizes", "speed"]
     if "sizes" in what:
-        print_sizes(node_counts(archc, rounds=min(rounds, 3), targets=targets))
+        print_sizes(node_counts(archc, rounds=min(rounds, 3), targets=targets,
+                                quant=quant))
     if "speed" in what:
         for t in targets:
             print_speed(moe_vs_dense(archc, rounds, threads, prefill, decodes,
