@@ -13,6 +13,7 @@
 #include "TestUtil.h"
 
 #include "emit/FloatConvert.h"
+#include "emit/Quantize.h"
 #include "emit/WeightPlan.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <vector>
 
 using namespace archc;
@@ -408,4 +410,87 @@ TEST(WeightPlan, ExpertBlocksOfACheckpointStack) {
   EXPECT_NE(text.find("s: checkpoint F32 [2, 2, 4], model expects [2, 4, 2]"),
             std::string::npos)
       << text;
+}
+
+TEST(WeightPlan, QuantizedStackHoldsTheCodesOfTheFloatStacksRows) {
+  // Four experts' gate and up [8, 64] (fc1, rows alternating, two parts
+  // along the rows) and down [64, 8] (fc2, two parts along the columns),
+  // random: the quantized stack's codes, scales and zero points are those
+  // of the float stack's rows, row by row, and the float form is not
+  // written.
+  struct Case {
+    int64_t interleave;
+    int axis, bits;
+    bool symmetric;
+    int64_t block;
+    ir::TensorType member;
+  };
+  const ir::TensorType gateUp(ir::DType::F32,
+                              {ir::SymExpr(8), ir::SymExpr(64)});
+  const ir::TensorType down(ir::DType::F32, {ir::SymExpr(64), ir::SymExpr(32)});
+  for (const Case &c :
+       {Case{2, 0, 4, false, 16, gateUp}, Case{1, 1, 8, true, 16, down},
+        Case{2, 0, 8, false, 32, gateUp}}) {
+    std::vector<std::string> members;
+    for (int e = 0; e < 4; ++e)
+      for (int64_t j = 0; j < c.interleave; ++j)
+        members.push_back(fmt::format("m.{}.{}", e, j));
+    WeightPlan floats(WeightSource::Random, nullptr, 11);
+    floats.useInterleavedStack("w", members, c.interleave, c.member, 2, c.axis);
+    Written f = embedOne(floats);
+    ASSERT_EQ(f.dims.size(), 3u);
+    ir::QuantLayout l;
+    l.bits = c.bits;
+    l.block = c.block;
+    l.experts = f.dims[0];
+    l.rows = f.dims[1];
+    l.cols = f.dims[2];
+    l.symmetric = c.symmetric;
+    WeightPlan quantized(WeightSource::Random, nullptr, 11);
+    quantized.useInterleavedStack("w", members, c.interleave, c.member, 2,
+                                  c.axis);
+    QuantizedRef r = quantized.quantizeStack("w", l);
+    EXPECT_EQ(r.codes, "w.qweight");
+    EXPECT_EQ(r.zeroPoints, c.symmetric ? "" : "w.zero_points");
+    SourceMgr sm;
+    DiagnosticEngine diags(sm);
+    onnx::GraphProto g;
+    WeightStats stats;
+    ASSERT_TRUE(quantized.embed(g, diags, stats));
+    std::map<std::string, const onnx::TensorProto *> inits;
+    for (const onnx::TensorProto &t : g.initializer())
+      inits[t.name()] = &t;
+    EXPECT_FALSE(inits.count("w"));
+    ASSERT_TRUE(inits.count(r.codes) && inits.count(r.scales));
+    const int64_t nb = l.blocksPerRow(), rows = l.experts * l.rows;
+    EXPECT_EQ(std::vector<int64_t>(inits[r.codes]->dims().begin(),
+                                   inits[r.codes]->dims().end()),
+              (std::vector<int64_t>{l.experts, l.rows, nb * l.blobBytes()}));
+    EXPECT_EQ(std::vector<int64_t>(inits[r.scales]->dims().begin(),
+                                   inits[r.scales]->dims().end()),
+              (std::vector<int64_t>{l.experts, l.rows, nb}));
+    const std::string &codes = inits[r.codes]->raw_data();
+    const std::string &scales = inits[r.scales]->raw_data();
+    ASSERT_EQ(codes.size(), static_cast<size_t>(rows * nb * l.blobBytes()));
+    std::vector<uint8_t> wantCodes(nb * l.blobBytes()),
+        wantZp(l.zeroPointBytesPerRow());
+    std::vector<float> row(l.cols), wantScales(nb);
+    for (int64_t i = 0; i < rows; ++i) {
+      std::memcpy(row.data(), &f.bytes[i * l.cols * 4], l.cols * 4);
+      quantizeRow(
+          row.data(), l, [](float x) { return x; }, wantCodes.data(),
+          wantScales.data(), c.symmetric ? nullptr : wantZp.data());
+      EXPECT_EQ(codes.substr(i * wantCodes.size(), wantCodes.size()),
+                std::string(wantCodes.begin(), wantCodes.end()))
+          << "row " << i;
+      EXPECT_EQ(0, std::memcmp(&scales[i * nb * 4], wantScales.data(), nb * 4))
+          << "row " << i;
+      if (!c.symmetric) {
+        EXPECT_EQ(inits[r.zeroPoints]->raw_data().substr(i * wantZp.size(),
+                                                         wantZp.size()),
+                  std::string(wantZp.begin(), wantZp.end()))
+            << "row " << i;
+      }
+    }
+  }
 }
