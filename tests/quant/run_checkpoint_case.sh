@@ -5,6 +5,7 @@
 #      (prefill, greedy ids, cache, padding, single pass), on the portable graph and on --target=ort;
 #   3. -emit=profile --weights counts exactly the checkpoint's bytes;
 #   4. --quant=int4 over it (FP8 / FP4 / MXFP4 re-quantized to int4): read-back L2 error, reference, ORT;
+#      and --quant=int8 --target=ort (MoE layers on QMoE);
 #   5. with FOLDER_FILE and TJS_DTYPE: the checkpoint folder compiled into a model folder with --quant=int4
 #      (run_quant_case.py --folder): the folder's files, read-back, reference, ORT, transformers.js.
 #   run_checkpoint_case.sh PYTHON NODE ARCHC ARCH_FILE FAMILY FORMAT FIXTURE_DIR WORK_DIR [FOLDER_FILE TJS_DTYPE]
@@ -39,6 +40,12 @@ fi
 echo "ok   $format -emit=profile --weights: $counted weight bytes = the checkpoint's tensor bytes"
 "$py" "$here/run_quant_case.py" --archc "$archc" --arch "$arch" --family "$family" --node "$node" \
   --case "$ckpt" --work "$work/int4" --opts=--quant=int4 --l2 0.05,0.15
+# --quant=int8 on --target=ort: the MoE layers re-quantized into ORT's QMoE (block 16: the
+# fixtures' intermediate sizes are 16 to 32).
+expect=
+case $family in deepseek_v3|deepseek_v4|gpt_oss) expect="--expect-op QMoE" ;; esac
+"$py" "$here/run_quant_case.py" --archc "$archc" --arch "$arch" --family "$family" --node "$node" \
+  --case "$ckpt" --work "$work/int8-ort" "--opts=--quant=int8 --quant-block=16 --target=ort" --l2 0.001,0.01 $expect
 if [ "$#" -eq 10 ]; then
   "$py" "$here/run_quant_case.py" --archc "$archc" --arch "$arch" --family "$family" --node "$node" \
     --case "$ckpt" --work "$work/folder" --opts=--quant=int4 --l2 0.05,0.15 --folder "$9" --tjs "${10}"
