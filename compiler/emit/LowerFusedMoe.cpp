@@ -18,8 +18,9 @@
 // route's choice as logits, log w at the k chosen experts (repeated for the
 // parts) and -inf elsewhere, so any route with positive weights maps onto
 // it (softmax, sigmoid, sqrt-softplus or sparsemixer scores, selection
-// bias, groups, p-norms, floors, routed scale; not hash tables), with the
-// route's own choice and ties.
+// bias, groups, p-norms, floors, routed scale, hash tables), with the
+// route's own choice and ties. An expert chosen twice (a hash table may
+// repeat one) gets the sum of its weights.
 //
 // Matched: such a route; a body silu(x Wg^T) * (x Wu^T) then Wd^T of
 // per-expert ({e}) float matrices, without biases, optionally with the gate
@@ -132,8 +133,7 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   if ((scaleInput && *scaleInput) || op.getNumOperands() != 3)
     return false;
   // The router: both results of one route whose weights are positive
-  // (the op reads their logarithms), whose k experts are distinct (no hash
-  // table) and whose scale is positive.
+  // (the op reads their logarithms) and whose scale is positive.
   const ir::Op *route = op.getOperand(1)->getDefiningOp();
   if (!route || route->getKind() != OpKind::Route ||
       op.getOperand(2)->getDefiningOp() != route ||
@@ -143,7 +143,7 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   const std::string &scoring = route->attr<std::string>("scoring");
   if ((scoring != "softmax" && scoring != "sigmoid" &&
        scoring != "sqrtsoftplus" && scoring != "sparsemixer") ||
-      route->operand("table") || !(route->attr<double>("scale") > 0.0))
+      !(route->attr<double>("scale") > 0.0))
     return false;
   // The body: yield(silu(t Wg^T) * (t Wu^T) Wd^T), nothing else; or the
   // same over the checkpoint's own stacks.
@@ -582,28 +582,23 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
     perExpertFusedWeights(op, f);
 
   // The MoE op routes by itself (softmax over its experts' logits, top k),
-  // so it is handed the route's own choice: the logarithms of the k
-  // weights at their experts, -inf elsewhere, repeated for the P parts; it
-  // then weights each of the P * k blocks w / (P * sum w), which the
-  // output's scale by P * sum w undoes.
-  std::string noExpert;
-  {
-    std::vector<float> inf(static_cast<size_t>(count),
-                           -std::numeric_limits<float>::infinity());
-    std::string bytes(reinterpret_cast<const char *>(inf.data()),
-                      inf.size() * sizeof(float));
-    noExpert =
-        b.raw(bytes, onnx::TensorProto_DataType_FLOAT, {1, count}, "no_expert");
-  }
-  // [N, E] of -inf, N the token count.
+  // so it is handed the route's own choice: the logarithm of each expert's
+  // weight (the sum of the weights of its picks; log 0 = -inf where it
+  // has none), repeated for the P parts; it then weights each of the P * k
+  // blocks w / (P * sum w), which the output's scale by P * sum w undoes.
+  // An expert picked twice is one finite logit: the kernel's k-th choice
+  // is then an expert of weight 0.
+  // [N, E] zeros, N the token count.
   std::string gridShape = tokenRowsShape(op, x, count);
-  std::string grid = b.node("Expand", {noExpert, gridShape});
+  std::string grid = b.node("ConstantOfShape", {gridShape});
   std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
-  std::string chosen =
-      b.node("ScatterElements",
-             {grid, b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})}),
-              b.node("Log", {w})},
-             {OnnxAttr::integer("axis", 1)});
+  std::string chosen = b.node(
+      "Log",
+      {b.node("ScatterElements",
+              {grid, b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})}),
+               w},
+              {OnnxAttr::integer("axis", 1),
+               OnnxAttr::str("reduction", "add")})});
   if (f.parts > 1)
     chosen = b.node("Tile", {chosen, b.i64({1, f.parts})});
   // The op is the only node of an If's branch, so that every input it
