@@ -25,7 +25,8 @@
 // Matched: such a route; a body silu(x Wg^T) * (x Wu^T) then Wd^T of
 // per-expert ({e}) float matrices, without biases, optionally with the gate
 // clamped above and up on both sides at one limit (DeepSeek-V4; the op's
-// swiglu_limit); f32 activations; no scale_input. The op reads the gate and
+// swiglu_limit); f32 activations; scale_input only with k = 1 (Llama 4: the
+// op runs on the tokens scaled by their weight). The op reads the gate and
 // up matrices as one [P * E, 2 I / P, D] stack whose rows alternate
 // (swiglu_fusion = 1; WeightPlan::useInterleavedStack) and the down
 // matrices as [P * E, D, I / P].
@@ -129,8 +130,14 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   // hazard below is not avoided (tests/ort f16-ort cases; docs/decisions.md).
   if (target != OnnxTarget::Ort || act != onnx::TensorProto_DataType_FLOAT)
     return false;
+  // scale_input (Llama 4: the routing weight scales the expert's input,
+  // not its output) only with one expert per token: the op then runs on
+  // the scaled tokens with weight 1.
   const bool *scaleInput = op.optAttr<bool>("scale_input");
-  if ((scaleInput && *scaleInput) || op.getNumOperands() != 3)
+  bool scaled = scaleInput && *scaleInput;
+  if (op.getNumOperands() != 3 ||
+      (scaled && op.getOperand(1)->type.dims.back().getConstant() !=
+                     std::optional<int64_t>(1)))
     return false;
   // The router: both results of one route whose weights are positive
   // (the op reads their logarithms) and whose scale is positive.
@@ -167,6 +174,7 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
       if (v && v->type.dims[0].getConstant() != std::optional<int64_t>(count))
         return false;
     f.quantized = quantized;
+    f.scaleInput = scaled;
     int64_t inter =
         f.fc2Stack->type.dims[f.fc2InputMajor ? 1 : 2].getConstant().value_or(
             0);
@@ -236,6 +244,7 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   if (ops != 8 + clamps || yield->getNumOperands() != 1)
     return false;
   f.quantized = quantized;
+  f.scaleInput = scaled;
   int64_t inter =
       f.gateParam->getResult()->type.dims[0].getConstant().value_or(0);
   return fusedParts(hidden, inter, quantized) > 0;
@@ -592,13 +601,20 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   std::string gridShape = tokenRowsShape(op, x, count);
   std::string grid = b.node("ConstantOfShape", {gridShape});
   std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
+  // scale_input (k = 1): the tokens scaled by their weight, the expert
+  // weighted 1.
+  std::string opWeights = w, tokens = x;
+  if (f.scaleInput) {
+    tokens = b.node("Mul", {x, w});
+    opWeights = b.node("Expand", {b.f32Scalar(1.0f), b.node("Shape", {w})});
+  }
   std::string chosen = b.node(
       "Log",
-      {b.node("ScatterElements",
-              {grid, b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})}),
-               w},
-              {OnnxAttr::integer("axis", 1),
-               OnnxAttr::str("reduction", "add")})});
+      {b.node(
+          "ScatterElements",
+          {grid, b.node("Reshape", {in(op.getOperand(2)), b.i64({-1, k})}),
+           opWeights},
+          {OnnxAttr::integer("axis", 1), OnnxAttr::str("reduction", "add")})});
   if (f.parts > 1)
     chosen = b.node("Tile", {chosen, b.i64({1, f.parts})});
   // The op is the only node of an If's branch, so that every input it
@@ -636,21 +652,27 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
     y = b.nodeInDomain(kContribDomain, "QMoE", ins, attrs);
   } else {
     y = b.nodeInDomain(kContribDomain, "MoE",
-                       {x, chosen, f.fc1, f.fc1Bias, f.fc2, f.fc2Bias}, attrs);
+                       {tokens, chosen, f.fc1, f.fc1Bias, f.fc2, f.fc2Bias},
+                       attrs);
   }
   addGraphOutput(thenBranch, y, act);
   b.restore(std::move(outer));
   outer = b.retarget(elseBranch, elseBranch.name() + "_");
-  addGraphOutput(elseBranch, b.node("Identity", {x}), act);
+  addGraphOutput(elseBranch, b.node("Identity", {tokens}), act);
   b.restore(std::move(outer));
   restoreCaches(std::move(saved));
   y = b.nodeN("If", {nonEmpty},
               {OnnxAttr::graph("then_branch", std::move(thenBranch)),
                OnnxAttr::graph("else_branch", std::move(elseBranch))},
               1, "moe")[0];
-  std::string total =
-      b.node("ReduceSum", {w, b.i64({1})}, {OnnxAttr::integer("keepdims", 1)});
-  if (f.parts > 1)
+  if (f.scaleInput && f.parts == 1) {
+    out = y;
+    return true;
+  }
+  std::string total = f.scaleInput ? b.f32Scalar(static_cast<float>(f.parts))
+                                   : b.node("ReduceSum", {w, b.i64({1})},
+                                            {OnnxAttr::integer("keepdims", 1)});
+  if (f.parts > 1 && !f.scaleInput)
     total = b.node("Mul", {total, b.f32Scalar(static_cast<float>(f.parts))});
   out = b.node("Mul", {y, total});
   return true;

@@ -132,6 +132,9 @@ private:
     /// quantized entries' names).
     bool quantized = false;
     QuantizedRef fc1Q, fc2Q;
+    /// The route's weight scales the tokens (scale_input, one expert per
+    /// token), not the output.
+    bool scaleInput = false;
   };
   /// The parts P each expert of hidden size `hidden` and intermediate size
   /// `inter` is cut into (2 when `inter` is even, else 1); quantized, the
