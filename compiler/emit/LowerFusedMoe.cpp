@@ -263,7 +263,12 @@ int64_t OnnxLowering::fusedParts(int64_t hidden, int64_t inter,
   };
   if (!whole(hidden))
     return 0;
-  if (inter % 2 == 0 && whole(inter / 2))
+  // Halves only when they keep the bytes of the whole rows (the profile's
+  // count): packed 4-bit zero points of an odd block count per half would
+  // round up twice.
+  bool packedZeroPoints = !quant.symmetric && quant.bits < 8;
+  if (inter % 2 == 0 && whole(inter / 2) &&
+      (!packedZeroPoints || (inter / 2 / quant.block) % 2 == 0))
     return 2;
   return whole(inter) ? 1 : 0;
 }
