@@ -25,8 +25,9 @@
 // Matched: such a route; a body silu(x Wg^T) * (x Wu^T) then Wd^T of
 // per-expert ({e}) float matrices, without biases, optionally with the gate
 // clamped above and up on both sides at one limit (DeepSeek-V4; the op's
-// swiglu_limit); f32 activations; scale_input only with k = 1 (Llama 4: the
-// op runs on the tokens scaled by their weight). The op reads the gate and
+// swiglu_limit); f32 activations (f16 with --quant: QMoE); scale_input only
+// with k = 1 (Llama 4: the op runs on the tokens scaled by their weight).
+// The op reads the gate and
 // up matrices as one [P * E, 2 I / P, D] stack whose rows alternate
 // (swiglu_fusion = 1; WeightPlan::useInterleavedStack) and the down
 // matrices as [P * E, D, I / P].
@@ -124,11 +125,13 @@ bool isTokenMatmul(const ir::Op *op, const ir::Value *tokens) {
 } // namespace
 
 bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
-  // Float32 activations only: ONNX Runtime 1.30 has no float16 CPU kernel
-  // for the op and runs it between Casts it inserts (every expert's weights
-  // cast on every call), and on the Cast of the tokens the op's in-place
-  // hazard below is not avoided (tests/ort f16-ort cases; docs/decisions.md).
-  if (target != OnnxTarget::Ort || act != onnx::TensorProto_DataType_FLOAT)
+  // Float32 activations, or float16 with quantized experts: ONNX Runtime
+  // 1.30 has no float16 CPU kernel for MoE and runs it between Casts it
+  // inserts (every expert's weights cast on every call), and on the Cast of
+  // the tokens the op's in-place hazard below is not avoided (tests/ort
+  // f16-ort cases; docs/decisions.md); its QMoE has one.
+  if (target != OnnxTarget::Ort || (act != onnx::TensorProto_DataType_FLOAT &&
+                                    act != onnx::TensorProto_DataType_FLOAT16))
     return false;
   // scale_input (Llama 4: the routing weight scales the expert's input,
   // not its output) only with one expert per token: the op then runs on
@@ -160,6 +163,8 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   // Quantized matrices (--quant) run on QMoE: every matrix of the body
   // quantized, nothing else.
   bool quantized = !expertBodyStackable(body);
+  if (!quantized && act != onnx::TensorProto_DataType_FLOAT)
+    return false;
   if (quantized)
     for (const auto &o : body.getOps())
       if (quantGathers.count(o.get()) ||
@@ -605,12 +610,15 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   // [N, E] zeros, N the token count.
   std::string gridShape = tokenRowsShape(op, x, count);
   std::string grid = b.node("ConstantOfShape", {gridShape});
-  std::string w = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
+  // The routing in float32 (a float16 model's QMoE reads its logits in
+  // float16; log w and -inf are exact there to its rounding).
+  std::string wAct = b.node("Reshape", {in(op.getOperand(1)), b.i64({-1, k})});
+  std::string w = widen(wAct);
   // scale_input (k = 1): the tokens scaled by their weight, the expert
   // weighted 1.
   std::string opWeights = w, tokens = x;
   if (f.scaleInput) {
-    tokens = b.node("Mul", {x, w});
+    tokens = b.node("Mul", {x, wAct});
     opWeights = b.node("Expand", {b.f32Scalar(1.0f), b.node("Shape", {w})});
   }
   std::string chosen = b.node(
@@ -622,6 +630,7 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
           {OnnxAttr::integer("axis", 1), OnnxAttr::str("reduction", "add")})});
   if (f.parts > 1)
     chosen = b.node("Tile", {chosen, b.i64({1, f.parts})});
+  chosen = narrow(chosen);
   // The op is the only node of an If's branch, so that every input it
   // reads is a value of the enclosing graph: ONNX Runtime 1.30 lets the
   // op's output take the buffer of an input 0 it may overwrite in place,
@@ -649,9 +658,9 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
   if (f.quantized) {
     attrs.push_back(OnnxAttr::integer("expert_weight_bits", quant.bits));
     attrs.push_back(OnnxAttr::integer("block_size", quant.block));
-    std::vector<std::string> ins = {
-        x,         chosen,       f.fc1Q.codes,  f.fc1Q.scales,
-        f.fc1Bias, f.fc2Q.codes, f.fc2Q.scales, f.fc2Bias};
+    std::vector<std::string> ins = {tokens,        chosen,    f.fc1Q.codes,
+                                    f.fc1Q.scales, f.fc1Bias, f.fc2Q.codes,
+                                    f.fc2Q.scales, f.fc2Bias};
     if (!quant.symmetric)
       ins.insert(ins.end(), {"", "", "", f.fc1Q.zeroPoints, f.fc2Q.zeroPoints});
     y = b.nodeInDomain(kContribDomain, "QMoE", ins, attrs);
@@ -670,6 +679,7 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
               {OnnxAttr::graph("then_branch", std::move(thenBranch)),
                OnnxAttr::graph("else_branch", std::move(elseBranch))},
               1, "moe")[0];
+  y = widen(y);
   if (f.scaleInput && f.parts == 1) {
     out = y;
     return true;
