@@ -134,6 +134,49 @@ ir::DType scaleDType(const ir::TensorType &t) {
              : ir::DType::F32;
 }
 
+/// The scales and zero points of a quantized weight of type `type`, sized
+/// for its whole layout and filled row by row (row r of its experts x rows).
+class RowQuantizer {
+public:
+  RowQuantizer(const ir::QuantLayout &layout, const ir::TensorType &type,
+               std::vector<uint8_t> &scales, std::vector<uint8_t> &zeroPoints)
+      : l(layout), sdt(scaleDType(type)), scaleSize(ir::dtypeBits(sdt) / 8),
+        round(sdt == ir::DType::F16    ? roundHalf
+              : sdt == ir::DType::BF16 ? roundBf16
+                                       : roundNone),
+        scales(scales), zeroPoints(zeroPoints),
+        rowScales(static_cast<size_t>(l.blocksPerRow())) {
+    scales.assign(
+        static_cast<size_t>(l.experts) * l.scalesPerMatrix() * scaleSize, 0);
+    zeroPoints.assign(
+        static_cast<size_t>(l.experts * l.rows * l.zeroPointBytesPerRow()), 0);
+  }
+
+  /// Bytes of one row's codes.
+  uint64_t codeBytes() const {
+    return static_cast<uint64_t>(l.blocksPerRow() * l.blobBytes());
+  }
+
+  /// Quantizes row `r` (`l.cols` floats) into `codes` (codeBytes()), its
+  /// scales and zero points.
+  void quantize(const float *row, uint64_t r, uint8_t *codes) {
+    const int64_t nb = l.blocksPerRow();
+    quantizeRow(row, l, round, codes, rowScales.data(),
+                l.symmetric ? nullptr
+                            : zeroPoints.data() + r * l.zeroPointBytesPerRow());
+    for (int64_t b = 0; b < nb; ++b)
+      storeFloat(scales.data() + (r * nb + b) * scaleSize, rowScales[b], sdt);
+  }
+
+private:
+  const ir::QuantLayout &l;
+  ir::DType sdt;
+  size_t scaleSize;
+  float (*round)(float);
+  std::vector<uint8_t> &scales, &zeroPoints;
+  std::vector<float> rowScales;
+};
+
 } // namespace
 
 WeightPlan::WeightPlan(WeightSource source, const Checkpoint *ckpt,
@@ -703,31 +746,18 @@ bool WeightPlan::produceQuantized(const Entry &e, DiagnosticEngine &diags,
   // A stack made of other tensors (quantizeStack): its float rows as the
   // float stack would be written.
   if (e.blocks || !e.members.empty())
-    return quantizeProducedRows(
-        e, diags, stats, codesSink, scales, zeroPoints,
-        [&](const std::function<bool(const uint8_t *, uint64_t,
-                                     DiagnosticEngine &)> &rows) {
-          return producePlain(e, diags, stats, rows);
-        });
+    return quantizeProducedRows(e, diags, stats, codesSink, scales, zeroPoints);
   const ir::QuantLayout &l = e.layout;
-  ir::DType sdt = scaleDType(e.type);
-  size_t scaleSize = ir::dtypeBits(sdt) / 8;
-  float (*round)(float) = sdt == ir::DType::F16    ? roundHalf
-                          : sdt == ir::DType::BF16 ? roundBf16
-                                                   : roundNone;
+  RowQuantizer quantizer(l, e.type, scales, zeroPoints);
   std::unique_ptr<FloatSource> values = valuesOf(e);
   const uint64_t N = static_cast<uint64_t>(l.rows),
                  K = static_cast<uint64_t>(l.cols);
-  const int64_t nb = l.blocksPerRow();
-  scales.assign(
-      static_cast<size_t>(l.experts) * l.scalesPerMatrix() * scaleSize, 0);
-  zeroPoints.assign(
-      static_cast<size_t>(l.experts * l.rows * l.zeroPointBytesPerRow()), 0);
+  const uint64_t rowBytes = quantizer.codeBytes();
   // Output rows are quantized in tiles of T rows: rows of an [out, in]
   // matrix are contiguous; an [in, out] matrix is read column tiles.
   uint64_t T = std::max<uint64_t>(1, std::min<uint64_t>(N, kChunkElems / K));
-  std::vector<float> tile(T * K), row(K), rowScales(nb);
-  std::vector<uint8_t> codes(T * nb * l.blobBytes());
+  std::vector<float> tile(T * K), row(K);
+  std::vector<uint8_t> codes(T * rowBytes);
   for (int64_t x = 0; x < l.experts; ++x) {
     uint64_t base = static_cast<uint64_t>(x) * N * K;
     for (uint64_t n0 = 0; n0 < N; n0 += T) {
@@ -746,22 +776,15 @@ bool WeightPlan::produceQuantized(const Entry &e, DiagnosticEngine &diags,
             row[k] = tile[k * t + i];
           src = row.data();
         }
-        uint64_t r = static_cast<uint64_t>(x) * N + n0 + i;
-        quantizeRow(src, l, round, codes.data() + i * nb * l.blobBytes(),
-                    rowScales.data(),
-                    l.symmetric
-                        ? nullptr
-                        : zeroPoints.data() + r * l.zeroPointBytesPerRow());
-        for (int64_t b = 0; b < nb; ++b)
-          storeFloat(scales.data() + (r * nb + b) * scaleSize, rowScales[b],
-                     sdt);
+        quantizer.quantize(src, static_cast<uint64_t>(x) * N + n0 + i,
+                           codes.data() + i * rowBytes);
       }
       if (!values->error.empty()) {
         diags.error(SourceRange(), "cannot read weight '{}': {}", e.name,
                     values->error);
         return false;
       }
-      uint64_t bytes = t * nb * l.blobBytes();
+      uint64_t bytes = t * rowBytes;
       if (!codesSink(codes.data(), bytes, diags))
         return false;
       stats.bytesWritten += bytes;
@@ -774,31 +797,19 @@ bool WeightPlan::produceQuantized(const Entry &e, DiagnosticEngine &diags,
 }
 
 template <typename Sink>
-bool WeightPlan::quantizeProducedRows(
-    const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
-    Sink &&codesSink, std::vector<uint8_t> &scales,
-    std::vector<uint8_t> &zeroPoints,
-    const std::function<bool(const std::function<bool(const uint8_t *, uint64_t,
-                                                      DiagnosticEngine &)> &)>
-        &values) const {
+bool WeightPlan::quantizeProducedRows(const Entry &e, DiagnosticEngine &diags,
+                                      WeightStats &stats, Sink &&codesSink,
+                                      std::vector<uint8_t> &scales,
+                                      std::vector<uint8_t> &zeroPoints) const {
   const ir::QuantLayout &l = e.layout;
-  ir::DType sdt = scaleDType(e.type);
-  size_t scaleSize = ir::dtypeBits(sdt) / 8;
-  float (*round)(float) = sdt == ir::DType::F16    ? roundHalf
-                          : sdt == ir::DType::BF16 ? roundBf16
-                                                   : roundNone;
+  RowQuantizer quantizer(l, e.type, scales, zeroPoints);
   const uint64_t K = static_cast<uint64_t>(l.cols);
-  const int64_t nb = l.blocksPerRow();
   const size_t es = ir::dtypeBits(e.type.dtype) / 8;
-  scales.assign(
-      static_cast<size_t>(l.experts) * l.scalesPerMatrix() * scaleSize, 0);
-  zeroPoints.assign(
-      static_cast<size_t>(l.experts * l.rows * l.zeroPointBytesPerRow()), 0);
   // Bytes arrive in pieces of any size; each complete row is quantized.
   std::vector<uint8_t> pending;
   pending.reserve(K * es);
-  std::vector<float> row(K), rowScales(static_cast<size_t>(nb));
-  std::vector<uint8_t> codes(static_cast<size_t>(nb * l.blobBytes()));
+  std::vector<float> row(K);
+  std::vector<uint8_t> codes(quantizer.codeBytes());
   uint64_t r = 0;
   const uint64_t totalRows = static_cast<uint64_t>(l.experts * l.rows);
   auto rows = [&](const uint8_t *p, uint64_t n, DiagnosticEngine &d) {
@@ -819,13 +830,7 @@ bool WeightPlan::quantizeProducedRows(
       for (uint64_t k = 0; k < K; ++k)
         row[k] = loadFloat(pending.data() + k * es, e.type.dtype);
       pending.clear();
-      quantizeRow(row.data(), l, round, codes.data(), rowScales.data(),
-                  l.symmetric
-                      ? nullptr
-                      : zeroPoints.data() + r * l.zeroPointBytesPerRow());
-      for (int64_t b = 0; b < nb; ++b)
-        storeFloat(scales.data() + (r * nb + b) * scaleSize, rowScales[b], sdt);
-      ++r;
+      quantizer.quantize(row.data(), r++, codes.data());
       if (!codesSink(codes.data(), codes.size(), d))
         return false;
     }
@@ -834,7 +839,7 @@ bool WeightPlan::quantizeProducedRows(
   // The float bytes the producer counts are not written: its count is
   // replaced by the codes'.
   uint64_t written = stats.bytesWritten;
-  if (!values(rows))
+  if (!producePlain(e, diags, stats, rows))
     return false;
   stats.bytesWritten = written + r * codes.size();
   assert(r == totalRows && pending.empty() && "whole rows of the stack");

@@ -34,7 +34,6 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -283,15 +282,13 @@ private:
   template <typename Sink>
   bool producePlain(const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
                     Sink &&sink) const;
-  /// Quantizes the rows of `values`, a row-major [E, N, K] source that
-  /// calls its sink with bytes of `e.type.dtype` (quantizeStack).
+  /// Quantizes the rows of a stack made of other tensors (quantizeStack)
+  /// as producePlain produces them, row-major [E, N, K] in `e.type.dtype`.
   template <typename Sink>
-  bool quantizeProducedRows(
-      const Entry &e, DiagnosticEngine &diags, WeightStats &stats, Sink &&codes,
-      std::vector<uint8_t> &scales, std::vector<uint8_t> &zeroPoints,
-      const std::function<
-          bool(const std::function<bool(const uint8_t *, uint64_t,
-                                        DiagnosticEngine &)> &)> &values) const;
+  bool quantizeProducedRows(const Entry &e, DiagnosticEngine &diags,
+                            WeightStats &stats, Sink &&codes,
+                            std::vector<uint8_t> &scales,
+                            std::vector<uint8_t> &zeroPoints) const;
   template <typename Sink>
   bool produceQuantized(const Entry &e, DiagnosticEngine &diags,
                         WeightStats &stats, Sink &&codes,
