@@ -158,6 +158,29 @@ void inferGatherBlockQuantized(InferenceContext &ctx) {
   updateOutputShape(ctx, 0, out);
 }
 
+/// The routing and activation attributes MoE and QMoE share.
+OpSchema &&withMoeAttributes(OpSchema &&s) {
+  return std::move(
+      s.Attr("k", "experts per row", AttributeProto::INT,
+             static_cast<int64_t>(1))
+          .Attr("activation_type", "relu, gelu, silu, identity or swiglu",
+                AttributeProto::STRING, std::string("relu"))
+          .Attr("normalize_routing_weights", "renormalise the k weights",
+                AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("use_sparse_mixer", "sparse mixer routing (k = 2)",
+                AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("swiglu_fusion",
+                "0: no fc1 fusion, 1: gate and up rows interleaved, 2: "
+                "concatenated",
+                AttributeProto::INT, static_cast<int64_t>(0))
+          .Attr("swiglu_limit", "clamp of the SwiGLU inputs",
+                AttributeProto::FLOAT, OPTIONAL_VALUE)
+          .Attr("activation_alpha", "SwiGLU's sigmoid scale",
+                AttributeProto::FLOAT, 1.0f)
+          .Attr("activation_beta", "added to SwiGLU's linear half",
+                AttributeProto::FLOAT, 0.0f));
+}
+
 void registerAll() {
   auto &domains = OpSchemaRegistry::DomainToVersionRange::Instance();
   if (!domains.Map().count(kContribDomain))
@@ -280,31 +303,13 @@ void registerAll() {
           });
   OpSchemaRegistry::OpSchemaRegisterOnce registerSkipRmsNorm(skipRmsNorm);
   static OpSchema moe =
-      OpSchema()
+      withMoeAttributes(OpSchema())
           .SetName("MoE")
           .SetDomain(kContribDomain)
           .SinceVersion(kContribOpset)
           .SetDoc("Mixture of experts: routes each row by the softmax of its "
                   "router logits to its top k experts and sums their FFN "
                   "outputs (ONNX Runtime contrib op).")
-          .Attr("k", "experts per row", AttributeProto::INT,
-                static_cast<int64_t>(1))
-          .Attr("activation_type", "relu, gelu, silu, identity or swiglu",
-                AttributeProto::STRING, std::string("relu"))
-          .Attr("normalize_routing_weights", "renormalise the k weights",
-                AttributeProto::INT, static_cast<int64_t>(0))
-          .Attr("use_sparse_mixer", "sparse mixer routing (k = 2)",
-                AttributeProto::INT, static_cast<int64_t>(0))
-          .Attr("swiglu_fusion",
-                "0: no fc1 fusion, 1: gate and up rows interleaved, 2: "
-                "concatenated",
-                AttributeProto::INT, static_cast<int64_t>(0))
-          .Attr("swiglu_limit", "clamp of the SwiGLU inputs",
-                AttributeProto::FLOAT, OPTIONAL_VALUE)
-          .Attr("activation_alpha", "SwiGLU's sigmoid scale",
-                AttributeProto::FLOAT, 1.0f)
-          .Attr("activation_beta", "added to SwiGLU's linear half",
-                AttributeProto::FLOAT, 0.0f)
           .Input(0, "input", "[rows, hidden] or [batch, seq, hidden]", "T")
           .Input(1, "router_probs", "[rows, experts] logits", "T")
           .Input(2, "fc1_experts_weights",
@@ -323,30 +328,12 @@ void registerAll() {
           .TypeAndShapeInferenceFunction(inferMoe);
   OpSchemaRegistry::OpSchemaRegisterOnce registerMoe(moe);
   static OpSchema qmoe =
-      OpSchema()
+      withMoeAttributes(OpSchema())
           .SetName("QMoE")
           .SetDomain(kContribDomain)
           .SinceVersion(kContribOpset)
           .SetDoc("MoE over block-quantized expert weights (ONNX Runtime "
                   "contrib op): the routing and activations of MoE.")
-          .Attr("k", "experts per row", AttributeProto::INT,
-                static_cast<int64_t>(1))
-          .Attr("activation_type", "relu, gelu, silu, identity or swiglu",
-                AttributeProto::STRING, std::string("relu"))
-          .Attr("normalize_routing_weights", "renormalise the k weights",
-                AttributeProto::INT, static_cast<int64_t>(0))
-          .Attr("use_sparse_mixer", "sparse mixer routing (k = 2)",
-                AttributeProto::INT, static_cast<int64_t>(0))
-          .Attr("swiglu_fusion",
-                "0: no fc1 fusion, 1: gate and up rows interleaved, 2: "
-                "concatenated",
-                AttributeProto::INT, static_cast<int64_t>(0))
-          .Attr("swiglu_limit", "clamp of the SwiGLU inputs",
-                AttributeProto::FLOAT, OPTIONAL_VALUE)
-          .Attr("activation_alpha", "SwiGLU's sigmoid scale",
-                AttributeProto::FLOAT, 1.0f)
-          .Attr("activation_beta", "added to SwiGLU's linear half",
-                AttributeProto::FLOAT, 0.0f)
           .Attr("expert_weight_bits", "4 or 8", AttributeProto::INT,
                 static_cast<int64_t>(4))
           .Attr("block_size", "inputs per quantization block",
