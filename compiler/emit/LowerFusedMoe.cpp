@@ -170,7 +170,16 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
       if (quantGathers.count(o.get()) ||
           (o->getKind() == OpKind::MatMul && !quantMatmuls.count(o.get())))
         return false;
-  int64_t hidden = lastDim(op.getOperand(0));
+  // The parts each expert is cut into, once the intermediate size is
+  // known; none fit: no match.
+  auto sized = [&](int64_t inter) {
+    f.quantized = quantized;
+    f.scaleInput = scaled;
+    f.hidden = lastDim(op.getOperand(0));
+    f.inter = inter;
+    f.parts = fusedParts(f.hidden, inter, quantized);
+    return f.parts > 0;
+  };
   if (matchStackedBody(body, f)) {
     int64_t count = op.attr<int64_t>("count");
     for (const ir::Value *v :
@@ -178,12 +187,9 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
           f.fc1UpBiasStack, f.fc2BiasStack})
       if (v && v->type.dims[0].getConstant() != std::optional<int64_t>(count))
         return false;
-    f.quantized = quantized;
-    f.scaleInput = scaled;
-    int64_t inter =
+    return sized(
         f.fc2Stack->type.dims[f.fc2InputMajor ? 1 : 2].getConstant().value_or(
-            0);
-    return fusedParts(hidden, inter, quantized) > 0;
+            0));
   }
   f = FusedExperts();
   const ir::Value *t = body.getArgument(0);
@@ -248,11 +254,8 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
       ++ops;
   if (ops != 8 + clamps || yield->getNumOperands() != 1)
     return false;
-  f.quantized = quantized;
-  f.scaleInput = scaled;
-  int64_t inter =
-      f.gateParam->getResult()->type.dims[0].getConstant().value_or(0);
-  return fusedParts(hidden, inter, quantized) > 0;
+  return sized(
+      f.gateParam->getResult()->type.dims[0].getConstant().value_or(0));
 }
 
 int64_t OnnxLowering::fusedParts(int64_t hidden, int64_t inter,
@@ -510,11 +513,6 @@ void OnnxLowering::perExpertFusedWeights(const ir::Op &op, FusedExperts &f) {
   // gives each thread a contiguous range of its experts, so with the parts
   // stored part-major each of two threads holds one half of every expert
   // (docs/decisions.md).
-  int64_t inter =
-      f.gateParam->getResult()->type.dims[0].getConstant().value_or(0);
-  int64_t hidden =
-      f.gateParam->getResult()->type.dims[1].getConstant().value_or(0);
-  f.parts = fusedParts(hidden, inter, f.quantized);
   std::string suffix = partsSuffix(f.parts);
   f.fc1 = weights.useInterleavedStack(
       stackedWeightName(gateName) + "+up" + suffix, members, 2,
@@ -527,19 +525,18 @@ void OnnxLowering::perExpertFusedWeights(const ir::Op &op, FusedExperts &f) {
       stackedWeightName(downName) + suffix, downMembers, 1,
       f.downParam->getResult()->type, f.parts, 1);
   if (f.quantized)
-    quantizeFusedStacks(f, count, hidden, inter);
+    quantizeFusedStacks(f, count);
 }
 
-void OnnxLowering::quantizeFusedStacks(FusedExperts &f, int64_t count,
-                                       int64_t hidden, int64_t inter) {
+void OnnxLowering::quantizeFusedStacks(FusedExperts &f, int64_t count) {
   // fc1 [P * E, 2 I / P, D] and fc2 [P * E, D, I / P], each row quantized
   // along its inputs: the rows of the float stacks, so the interleave and
   // the parts are the float path's.
   int64_t blocks = f.parts * count;
   f.fc1Q = weights.quantizeStack(
-      f.fc1, quantLayout(2 * inter / f.parts, hidden, blocks));
-  f.fc2Q = weights.quantizeStack(f.fc2,
-                                 quantLayout(hidden, inter / f.parts, blocks));
+      f.fc1, quantLayout(2 * f.inter / f.parts, f.hidden, blocks));
+  f.fc2Q = weights.quantizeStack(
+      f.fc2, quantLayout(f.hidden, f.inter / f.parts, blocks));
 }
 
 void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
@@ -547,11 +544,6 @@ void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
   // rows alternating, fc2 [D, I], both cut in P parts along I (rows of
   // fc1, columns of fc2), the biases likewise; fc2's bias is added once,
   // with part 0 (docs/onnx.md).
-  int64_t inter =
-      f.fc2Stack->type.dims[f.fc2InputMajor ? 1 : 2].getConstant().value_or(0);
-  int64_t hidden =
-      f.fc2Stack->type.dims[f.fc2InputMajor ? 2 : 1].getConstant().value_or(0);
-  f.parts = fusedParts(hidden, inter, f.quantized);
   std::string suffix = ".moe" + partsSuffix(f.parts);
   // Gate and up: one stack whose halves alternate ([gate | up]) or whose
   // rows already do (gpt-oss), or two stacks whose rows alternate.
@@ -586,8 +578,7 @@ void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
   if (f.fc2BiasStack)
     f.fc2Bias = blocks({f.fc2BiasStack}, false, 0, true);
   if (f.quantized)
-    quantizeFusedStacks(f, f.fc2Stack->type.dims[0].getConstant().value_or(0),
-                        hidden, inter);
+    quantizeFusedStacks(f, f.fc2Stack->type.dims[0].getConstant().value_or(0));
 }
 
 bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,

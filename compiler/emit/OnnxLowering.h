@@ -120,8 +120,10 @@ private:
     /// The activation gate * sigmoid(alpha * gate) * (up + beta).
     float alpha = 1.0f, beta = 0.0f;
     /// Blocks each expert is cut into along its intermediate dim (the
-    /// MoE op sees P * E experts of intermediate I / P).
+    /// MoE op sees P * E experts of intermediate I / P; fusedParts).
     int64_t parts = 1;
+    /// The experts' hidden size D and intermediate size I.
+    int64_t hidden = 0, inter = 0;
     /// The SwiGLU's clamp (gate from above, up on both sides), if any.
     std::optional<float> limit;
     /// [P * E, 2 I / P, D] initializer, gate and up rows alternating, and
@@ -274,8 +276,7 @@ private:
   void stackedFusedWeights(FusedExperts &f);
   /// --quant: the fused stacks of `count` experts stored block-quantized
   /// (WeightPlan::quantizeStack) in QMoE's layout.
-  void quantizeFusedStacks(FusedExperts &f, int64_t count, int64_t hidden,
-                           int64_t inter);
+  void quantizeFusedStacks(FusedExperts &f, int64_t count);
 
   // LowerExperts.cpp.
   bool lowerExperts(const ir::Op &op);
