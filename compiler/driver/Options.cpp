@@ -103,6 +103,14 @@ Quantization (-emit=onnx; -emit=profile counts the same bytes):
                        activations stay float) .. 4 (ONNX Runtime may quantize
                        activations to int8 at run time: faster on CPU, where
                        8-bit weights have no fast float kernel)
+  --quant-unroll-experts=<n>
+                       a graph of at most n quantized expert bodies (experts
+                       x MoE layers; 256 by default) unrolls them, one
+                       MatMulNBits per expert matrix (pre-packed: fast, but
+                       the graph grows with them); with more, MoE layers
+                       QMoE does not run scan the stacked codes (a graph of
+                       any expert count, each selected matrix dequantized
+                       per call)
 
 Other:
   --list-archs         list the bundled families and the architectures
@@ -436,6 +444,19 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       }
       o.quantAccuracy = static_cast<int>(v[0]);
       o.quantOptionSeen = true;
+    } else if (name == "--quant-unroll-experts") {
+      std::vector<int64_t> v;
+      if (!need() || !parseInts(name, value, v, 0))
+        return false;
+      if (v.size() != 1) {
+        fmt::print(stderr,
+                   "archc: error: --quant-unroll-experts takes one count, "
+                   "got '{}'\n",
+                   value);
+        return false;
+      }
+      o.quantUnrollExperts = v[0];
+      o.quantOptionSeen = true;
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       fmt::print(stderr, "archc: error: unknown option '{}' (see --help)\n",
                  args[i]);
@@ -470,8 +491,8 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
   }
   if (o.quantOptionSeen && o.quantBits == 0) {
     fmt::print(stderr, "archc: error: --quant-block, --quant-asymmetric, "
-                       "--quant-embeddings and --quant-accuracy need "
-                       "--quant=int4|int8\n");
+                       "--quant-embeddings, --quant-accuracy and "
+                       "--quant-unroll-experts need --quant=int4|int8\n");
     return false;
   }
   return true;

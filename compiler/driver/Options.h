@@ -67,6 +67,9 @@ struct Options {
   bool quantAsymmetric = false;
   bool quantEmbeddings = false;
   int quantAccuracy = 0; ///< --quant-accuracy (MatMulNBits accuracy_level)
+  /// --quant-unroll-experts: the most quantized expert bodies (experts x
+  /// MoE layers) unrolled; with more, they scan stacked codes.
+  int64_t quantUnrollExperts = 256;
   bool quantOptionSeen = false; ///< a --quant-* option was given
 };
 

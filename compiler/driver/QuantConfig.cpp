@@ -19,6 +19,7 @@ ir::QuantOptions quantOptions(const Options &opts) {
   q.symmetric = !opts.quantAsymmetric;
   q.embeddings = opts.quantEmbeddings;
   q.accuracyLevel = opts.quantAccuracy;
+  q.unrollExperts = opts.quantUnrollExperts;
   return q;
 }
 

@@ -33,9 +33,15 @@
 // the Transpose of its stack (ONNX Runtime folds the Transpose of an
 // initializer when the session is created).
 //
-// Bodies that read block-quantized weights (MatMulNBits reads one expert's
-// codes through its own initializer) keep the unrolled form: one copy of
-// the body per expert, each over the tokens that selected it.
+// Bodies that read block-quantized weights scan the whole stacks of codes,
+// scales and zero points ([E, N, blocks, blob] ...: each step's slice is
+// MatMulNBits's B of its expert), and run on row tokens. When the graph
+// holds at most --quant-unroll-experts such bodies in all (experts x
+// layers, 256 by default) they are unrolled instead: one copy of the body
+// per expert, each over the tokens that selected it, whose MatMulNBits
+// reads the expert's codes through its own initializer (pre-packed by ONNX
+// Runtime, which dequantizes a scanned slice on every call: ~1 ms per 768
+// x 1024 matrix on 2 threads), in a graph still small enough to load.
 //
 // With --target=ort, a SwiGLU layer with a positive-weight route is offered to
 // LowerFusedMoe.cpp (ONNX Runtime's MoE op for one token, this Scan on its
@@ -93,12 +99,48 @@ std::string OnnxLowering::stackedWeightName(const std::string &pattern) {
   return out;
 }
 
-bool OnnxLowering::expertBodyStackable(const ir::Block &body) const {
+bool OnnxLowering::expertBodyQuantized(const ir::Block &body) const {
   for (const auto &op : body.getOps())
-    if (quantMatmuls.count(op.get()) || quantSlices.count(op.get()) ||
-        quantParams.count(op.get()) || quantGathers.count(op.get()))
+    if (quantMatmuls.count(op.get()))
+      return true;
+  return false;
+}
+
+bool OnnxLowering::expertBodyStackable(const ir::Block &body,
+                                       int64_t experts) const {
+  bool quantized = false;
+  for (const auto &op : body.getOps()) {
+    if (quantGathers.count(op.get()))
       return false;
-  return true;
+    auto q = quantMatmuls.find(op.get());
+    if (q == quantMatmuls.end())
+      continue;
+    quantized = true;
+    // The Scan reads the whole stack of codes: a checkpoint stack of this
+    // dispatch's experts, or the per-expert [out, in] tensors stacked.
+    const ir::LinearWeightUse &u = q->second;
+    bool perExpert =
+        u.param->attr<std::string>("name").find("{e}") != std::string::npos;
+    if (u.slice ? u.experts != experts : !perExpert || u.inOut)
+      return false;
+  }
+  // A quantized weight that a float op also reads has no float slice in
+  // the Scan (its float form is a per-expert initializer when unrolled).
+  for (const auto &op : body.getOps()) {
+    if (quantSlices.count(op.get())) // the slice of a quantized stack
+      continue;
+    for (size_t i = 0; i < op->getNumOperands(); ++i) {
+      const ir::Op *def = op->getOperand(i)->getDefiningOp();
+      if (def && (quantParams.count(def) || quantSlices.count(def)) &&
+          !(quantMatmuls.count(op.get()) && i == 1))
+        return false;
+    }
+  }
+  // Few expert bodies in all unroll: each expert's MatMulNBits then has
+  // its own initializer codes, which ONNX Runtime pre-packs (a scanned
+  // slice of codes is dequantized on every call), and the graph stays
+  // small enough to load.
+  return !quantized || quantExpertBodies > quant.unrollExperts;
 }
 
 std::string OnnxLowering::expertContribution(const ir::Op &op,
@@ -174,7 +216,7 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
     // Runtime's CPU ScatterND has no float16 add), from zeros of [N, dOut].
     std::string accShape = tokenRowsShape(op, x, dOut);
     out = b.node("ConstantOfShape", {accShape});
-    ok = expertBodyStackable(*op.getRegions()[0])
+    ok = expertBodyStackable(*op.getRegions()[0], op.attr<int64_t>("count"))
              ? dispatchScan(op, x, out)
              : dispatchUnrolled(op, x, out);
   }
@@ -191,13 +233,19 @@ bool OnnxLowering::lowerExperts(const ir::Op &op) {
 std::string OnnxLowering::expertWeight(const std::string &stacked,
                                        const ir::TensorType &slice,
                                        bool transposedIn) {
+  return expertScanInput(stacked, onnxDType(ir::dtypeName(slice.dtype)),
+                         transposedIn);
+}
+
+std::string OnnxLowering::expertScanInput(const std::string &stacked,
+                                          int32_t onnxType, bool transposedIn) {
   // A scan input: Scan hands the body each expert's slice in turn (the
   // transposed stack's when transposedIn).
   for (const ScanInput &si : scanInputs)
     if (si.outer == stacked && si.transposed == transposedIn)
       return si.inner;
   std::string inner = b.fresh("expert_w");
-  addGraphInput(b.proto(), inner, onnxDType(ir::dtypeName(slice.dtype)));
+  addGraphInput(b.proto(), inner, onnxType);
   scanInputs.push_back({stacked, transposedIn, inner});
   return inner;
 }
@@ -298,6 +346,8 @@ bool OnnxLowering::expertBodyRankFree(const ir::Block &body) const {
     case ir::OpKind::Yield:
       break;
     case ir::OpKind::MatMul:
+      if (quantMatmuls.count(op.get())) // MatMulNBits: A of any rank
+        break;
       if (op->getOperand(0)->type.rank() < 2 ||
           op->getOperand(1)->type.rank() != 2 ||
           (op->attr<bool>("transpose_b") &&
@@ -354,8 +404,10 @@ bool OnnxLowering::dispatchScan(const ir::Op &op, const std::string &x,
   expertIndex = hit;
   expertCount = count;
   const ir::Block &body = *op.getRegions()[0];
+  // MatMulNBits computes x W^T on row tokens: a quantized body is not
+  // columnar.
   ExpertTokens tokens = ExpertTokens::Columnar;
-  if (!expertBodyColumnar(body)) {
+  if (expertBodyQuantized(body) || !expertBodyColumnar(body)) {
     findTransposedWeights(body, false);
     tokens =
         expertBodyRankFree(body) ? ExpertTokens::Flat : ExpertTokens::Ranked;

@@ -162,7 +162,7 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
     return false;
   // Quantized matrices (--quant) run on QMoE: every matrix of the body
   // quantized, nothing else.
-  bool quantized = !expertBodyStackable(body);
+  bool quantized = expertBodyQuantized(body);
   if (!quantized && act != onnx::TensorProto_DataType_FLOAT)
     return false;
   if (quantized)

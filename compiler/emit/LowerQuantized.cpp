@@ -40,6 +40,13 @@ void OnnxLowering::planQuantization() {
       quantGathers.insert(g);
       quantParams.insert(g->getOperand(0)->getDefiningOp());
     }
+  // The expert bodies an unrolled dispatch of every quantized MoE layer
+  // would copy (--quant-unroll-experts bounds them).
+  ir::walk(module.graph.body, [&](const ir::Op &op) {
+    if (op.getFamily() == ir::OpFamily::Experts &&
+        expertBodyQuantized(*op.getRegions()[0]))
+      quantExpertBodies += op.attr<int64_t>("count");
+  });
   // Stacked weights read as [in, out] matrices bind gpt-oss's MXFP4 blocks
   // transposed (also without --quant, see OnnxEmitter).
 }
@@ -64,17 +71,48 @@ std::string OnnxLowering::paramName(const ir::Op &param) const {
   return name;
 }
 
+QuantizedRef
+OnnxLowering::scannedQuantizedWeight(const ir::LinearWeightUse &u) {
+  const ir::Op &p = *u.param;
+  const std::string &name = p.attr<std::string>("name");
+  const ir::TensorType &type = p.getResult()->type;
+  if (u.slice) // the checkpoint's stack, quantized expert by expert
+    return weights.useQuantized(name, type,
+                                quantLayout(u.rows, u.cols, u.experts), u.inOut,
+                                -1, QuantRead::Matrix);
+  // Per-expert [out, in] tensors: stacked in expert order, each expert's
+  // rows quantized as it is produced.
+  std::vector<std::string> members;
+  for (int64_t e = 0; e < expertCount; ++e)
+    members.push_back(ir::instantiatePattern(name, -1, e));
+  std::string stacked =
+      weights.useInterleavedStack(stackedWeightName(name), members, 1, type);
+  return weights.quantizeStack(
+      stacked, quantLayout(u.rows, u.cols, expertCount), QuantRead::Matrix);
+}
+
 bool OnnxLowering::lowerQuantizedMatMul(const ir::Op &op,
                                         const ir::LinearWeightUse &u) {
   const ir::Op &p = *u.param;
-  std::string name = paramName(p);
-  if (name.find('{') != std::string::npos)
-    return fail(op, "weight '" + name + "' still has a placeholder");
-  if (u.slice && expert < 0)
-    return fail(op, "expert_slice outside an expert body");
-  QuantizedRef r = weights.useQuantized(
-      name, p.getResult()->type, quantLayout(u.rows, u.cols, u.experts),
-      u.inOut, u.slice ? expert : -1, /*forGather=*/false);
+  QuantizedRef r;
+  if (!expertIndex.empty()) {
+    // A Scan step over the experts: its expert's slices of the stacks.
+    QuantizedRef whole = scannedQuantizedWeight(u);
+    r.codes = expertScanInput(whole.codes, onnx::TensorProto_DataType_UINT8);
+    r.scales = expertScanInput(whole.scales, whole.scaleType);
+    if (!whole.zeroPoints.empty())
+      r.zeroPoints =
+          expertScanInput(whole.zeroPoints, onnx::TensorProto_DataType_UINT8);
+  } else {
+    std::string name = paramName(p);
+    if (name.find('{') != std::string::npos)
+      return fail(op, "weight '" + name + "' still has a placeholder");
+    if (u.slice && expert < 0)
+      return fail(op, "expert_slice outside an expert body");
+    r = weights.useQuantized(name, p.getResult()->type,
+                             quantLayout(u.rows, u.cols, u.experts), u.inOut,
+                             u.slice ? expert : -1, QuantRead::Matrix);
+  }
   std::vector<OnnxAttr> attrs = {OnnxAttr::integer("K", u.cols),
                                  OnnxAttr::integer("N", u.rows),
                                  OnnxAttr::integer("bits", quant.bits),
@@ -96,7 +134,7 @@ bool OnnxLowering::lowerQuantizedGather(const ir::Op &op) {
   int64_t cols = t.dims[1].getConstant().value_or(0);
   QuantizedRef r =
       weights.useQuantized(paramName(p), t, quantLayout(rows, cols, 1),
-                           /*inOut=*/false, -1, /*forGather=*/true);
+                           /*inOut=*/false, -1, QuantRead::Gather);
   std::string y =
       b.nodeInDomain(kContribDomain, "GatherBlockQuantized",
                      {r.codes, in(op.getOperand(1)), r.scales, r.zeroPoints},

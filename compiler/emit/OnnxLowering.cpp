@@ -222,6 +222,12 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
   switch (op.getKind()) {
   case OpKind::Param: {
     std::string name = op.attr<std::string>("name");
+    if (!expertIndex.empty() && name.find("{e}") != std::string::npos &&
+        quantParams.count(&op)) {
+      // Its quantized matmuls scan the stacked codes (LowerQuantized.cpp).
+      names.erase(op.getResult());
+      return true;
+    }
     if (!expertIndex.empty() && name.find("{e}") != std::string::npos) {
       // A per-expert weight in a stacked dispatch: the iteration's slice of
       // the [E, ...] stack of every expert's checkpoint tensor.

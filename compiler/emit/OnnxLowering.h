@@ -306,11 +306,23 @@ private:
   std::string expertWeight(const std::string &stacked,
                            const ir::TensorType &slice,
                            bool transposedIn = false);
+  /// The Scan body's input for the [E, ...] initializer `stacked` of ONNX
+  /// element type `onnxType` (each step its expert's slice).
+  std::string expertScanInput(const std::string &stacked, int32_t onnxType,
+                              bool transposedIn = false);
   /// Fills transposedWeights from the body: the expert weights only read
   /// as 2-D matmul B operands with transpose_b (without, when `columnar`).
   void findTransposedWeights(const ir::Block &body, bool columnar);
-  /// Whether the body can run with stacked weights (no quantized reader).
-  bool expertBodyStackable(const ir::Block &body) const;
+  /// Whether the body can run with stacked weights: no quantized reader,
+  /// or (a graph of more than --quant-unroll-experts quantized expert
+  /// bodies) every quantized matrix readable as a whole [E, ...] stack of
+  /// codes.
+  bool expertBodyStackable(const ir::Block &body, int64_t experts) const;
+  /// Whether a body's matmuls read block-quantized weights.
+  bool expertBodyQuantized(const ir::Block &body) const;
+  /// The whole stack of codes of a quantized expert matrix read in a Scan
+  /// body (a checkpoint stack's, or the per-expert tensors' stacked).
+  QuantizedRef scannedQuantizedWeight(const ir::LinearWeightUse &u);
   /// The stacked initializer of a per-expert weight pattern (`{e}` ->
   /// `stacked`).
   static std::string stackedWeightName(const std::string &pattern);
@@ -338,6 +350,9 @@ private:
   /// Params a quantized reader reads: their float form is registered only
   /// if a float reader asks for it.
   std::set<const ir::Op *> quantParams;
+  /// Experts x quantized MoE layers of the graph: the expert bodies an
+  /// unrolled dispatch would copy.
+  int64_t quantExpertBodies = 0;
   bool contribOps = false;
   void planQuantization();
   ir::QuantLayout quantLayout(int64_t rows, int64_t cols,

@@ -343,7 +343,7 @@ WeightPlan::Entry WeightPlan::memberEntry(const Entry &stacked,
 QuantizedRef WeightPlan::useQuantized(const std::string &name,
                                       const ir::TensorType &type,
                                       const ir::QuantLayout &layout, bool inOut,
-                                      int64_t expert, bool forGather) {
+                                      int64_t expert, QuantRead read) {
   Entry &e = entryFor(name, type);
   e.quantized = true;
   e.layout = layout;
@@ -356,14 +356,24 @@ QuantizedRef WeightPlan::useQuantized(const std::string &name,
   uint64_t e0 = expert >= 0 ? static_cast<uint64_t>(expert) : 0;
   auto add = [&](const std::string &vn, int region, uint64_t offset,
                  uint64_t bytes, std::vector<int64_t> dims, int32_t t) {
-    if (e.viewNames.insert(vn).second)
+    if (e.viewNames.insert(vn).second) {
       e.views.push_back(View{vn, region, offset, bytes, std::move(dims), t});
+      return;
+    }
+    // One name, one view: readers of a view agree on its dims.
+    assert(std::any_of(
+               e.views.begin(), e.views.end(),
+               [&](const View &v) { return v.name == vn && v.dims == dims; }) &&
+           "two readers ask for one quantized view with different dims");
   };
   QuantizedRef r;
   r.layout = l;
+  r.scaleType = scaleType;
   int64_t nb = l.blocksPerRow();
+  bool forGather = read == QuantRead::Gather;
   // A stacked tensor read whole (expert -1): one view per region over all
-  // experts, [E, N, blocks * blob] codes as QMoE reads them.
+  // experts, with the codes as QMoE (Stack) or a Scan of MatMulNBits
+  // (Matrix) reads them.
   bool whole = expert < 0 && l.experts > 1;
   uint64_t count = whole ? static_cast<uint64_t>(l.experts) : 1;
   auto dims = [&](std::vector<int64_t> d) {
@@ -373,8 +383,9 @@ QuantizedRef WeightPlan::useQuantized(const std::string &name,
   };
   r.codes = base + (forGather ? ".qweight.gather" : ".qweight");
   std::vector<int64_t> codeDims =
-      forGather || whole ? std::vector<int64_t>{l.rows, nb * l.blobBytes()}
-                         : std::vector<int64_t>{l.rows, nb, l.blobBytes()};
+      read == QuantRead::Matrix
+          ? std::vector<int64_t>{l.rows, nb, l.blobBytes()}
+          : std::vector<int64_t>{l.rows, nb * l.blobBytes()};
   add(r.codes, 1, e0 * l.codeBytesPerMatrix(), count * l.codeBytesPerMatrix(),
       dims(codeDims), onnx::TensorProto_DataType_UINT8);
   r.scales = base + ".scales";
@@ -391,7 +402,8 @@ QuantizedRef WeightPlan::useQuantized(const std::string &name,
 }
 
 QuantizedRef WeightPlan::quantizeStack(const std::string &name,
-                                       const ir::QuantLayout &layout) {
+                                       const ir::QuantLayout &layout,
+                                       QuantRead read) {
   auto it = index.find(name);
   assert(it != index.end() && "the stack is registered first");
   Entry &e = entries[it->second];
@@ -403,7 +415,7 @@ QuantizedRef WeightPlan::quantizeStack(const std::string &name,
   e.viewNames.erase(name);
   std::erase_if(e.views, [&](const View &v) { return v.name == name; });
   return useQuantized(name, e.type, layout, /*inOut=*/false, /*expert=*/-1,
-                      /*forGather=*/false);
+                      read);
 }
 
 uint64_t WeightPlan::regionBytes(const Entry &e, int region) const {

@@ -55,6 +55,19 @@ struct WeightStats {
 struct QuantizedRef {
   std::string codes, scales, zeroPoints; ///< zeroPoints empty if symmetric
   ir::QuantLayout layout;
+  int32_t scaleType = 0; ///< ONNX element type of the scales
+};
+
+/// How a consumer reads a quantized weight's codes (the bytes are the same;
+/// only the initializer's dims differ).
+enum class QuantRead {
+  /// MatMulNBits: [N, blocks, blob] per matrix; a whole stack [E, N, blocks,
+  /// blob], so that a Scan hands each step one expert's matrix.
+  Matrix,
+  /// GatherBlockQuantized: [rows, blocks * blob].
+  Gather,
+  /// QMoE: a whole stack as [E, N, blocks * blob].
+  Stack,
 };
 
 class WeightPlan {
@@ -147,21 +160,22 @@ public:
   /// `layout.rows` outputs by `layout.cols` inputs (per expert), `inOut`
   /// when the weight is stored [in, out]. `expert` >= 0 selects one
   /// expert's matrix of a stacked weight (`<name>.<e>.qweight` ...); -1 on a
-  /// stacked layout the whole stack ([E, N, blocks * blob] codes, [E, N,
-  /// blocks] scales: QMoE's layout); `forGather` the 2-D [rows, blocks *
-  /// blob] codes view GatherBlockQuantized reads. Views share the bytes.
+  /// stacked layout the whole stack ([E, ...] codes, [E, N, blocks] scales,
+  /// [E, N, zp bytes] zero points). `read` gives the codes' dims (see
+  /// QuantRead). Views share the bytes.
   QuantizedRef useQuantized(const std::string &name, const ir::TensorType &type,
                             const ir::QuantLayout &layout, bool inOut,
-                            int64_t expert, bool forGather);
+                            int64_t expert, QuantRead read);
 
   /// Stores a stack registered by useInterleavedStack or useExpertBlocks
   /// block-quantized instead of as floats: each of its `layout.experts`
   /// [rows, cols] entries is quantized along cols, as it is produced (one
   /// expert's matrices in memory, as for the floats). Returns the views
-  /// of the whole stack ([E, N, blocks * blob] codes, [E, N, blocks]
-  /// scales, [E, N, zp bytes] zero points: QMoE's layout).
+  /// of the whole stack, its codes read as `read` says (QMoE's [E, N,
+  /// blocks * blob] by default).
   QuantizedRef quantizeStack(const std::string &name,
-                             const ir::QuantLayout &layout);
+                             const ir::QuantLayout &layout,
+                             QuantRead read = QuantRead::Stack);
 
   /// Names of stacked weights the model reads as [in, out] matrices (the
   /// orientation of gpt-oss's MXFP4 blocks).

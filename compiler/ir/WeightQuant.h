@@ -33,6 +33,12 @@ struct QuantOptions {
   /// float (weight-only quantization); 4 lets ONNX Runtime quantize them to
   /// int8 at run time (faster on CPU, esp. for 8-bit weights).
   int accuracyLevel = 0;
+  /// The most quantized expert bodies (experts x MoE layers) a graph
+  /// unrolls, one MatMulNBits per expert matrix (ONNX Runtime pre-packs
+  /// its codes: fast, but the graph grows with them); with more, the
+  /// layers no fused op (QMoE) takes run a Scan over the stacked codes, a
+  /// graph independent of the expert count.
+  int64_t unrollExperts = 256;
   /// Bits of one scale; 0 = the activation dtype's (what the ONNX writer
   /// emits). Runtime presets (w4a16, ...) set their own scale_bits.
   double scaleBits = 0;

@@ -9,7 +9,7 @@ DIR holds config.json and model.safetensors (a shared fixture, or a checkpoint i
 by make_quantized_checkpoint.py) and expected.safetensors (its inputs; Hugging Face's logits for a shared fixture).
 Steps:
   1. archc emits the quantized model;
-  2. every MatMulNBits / GatherBlockQuantized / QMoE weight is read back from the ONNX file and dequantized per ONNX
+  2. every MatMulNBits (a Scan's stacked codes expert by expert) / GatherBlockQuantized / QMoE weight is read back from the ONNX file and dequantized per ONNX
      Runtime's operator specification (quant_formats.py); its relative L2 error against the weight the checkpoint
      holds (dequantized from its own format if quantized) must lie in [LO, HI] (round-to-nearest at 4 bits, block
      32: about 0.1; a sign or scale bug gives ~1.4);
@@ -98,12 +98,29 @@ def read_back(model_path):
     inits = {i.name: i for i in m.graph.initializer}
     arr = lambda n: numpy_helper.to_array(inits[n]) if n else None  # noqa: E731
     out = {}
+    # A Scan over the experts hands its body each expert's slice of stacked codes: body input -> outer stack.
+    scanned = {}
+    for node in nodes(m.graph):
+        if node.op_type == "Scan":
+            at = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+            body, m_in = at["body"], at["num_scan_inputs"]
+            states = len(node.input) - m_in
+            for inner, outer in zip(list(body.input)[states:], list(node.input)[states:]):
+                if outer in inits:
+                    scanned[inner.name] = outer
     for node in nodes(m.graph):
         if node.domain != "com.microsoft":
             continue
         at = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         ins = list(node.input) + [""] * 4
-        if node.op_type == "MatMulNBits":
+        if node.op_type == "MatMulNBits" and ins[1] in scanned:
+            # [E, N, blocks, blob] codes (and [E, ...] scales, zero points): every expert's matrix.
+            codes, scales = arr(scanned[ins[1]]), arr(scanned[ins[2]])
+            zps = arr(scanned[ins[3]]) if ins[3] else None
+            out[scanned[ins[1]]] = ("scan_matmul", np.stack([
+                qf.matmulnbits_decode(codes[x], scales[x], None if zps is None else zps[x], at["N"], at["K"],
+                                      at["bits"], at["block_size"]) for x in range(codes.shape[0])]))
+        elif node.op_type == "MatMulNBits":
             w = qf.matmulnbits_decode(arr(ins[1]), arr(ins[2]), arr(ins[3]), at["N"], at["K"], at["bits"],
                                       at["block_size"])
             out[ins[1]] = ("matmul", w)
@@ -136,6 +153,24 @@ def hf_name(codes, weights):
     if base not in weights:
         raise SystemExit(f"quantized initializer {codes}: no checkpoint tensor {base}")
     return base, None
+
+
+def scan_matrices(quantized, weights):
+    """Stacks a Scan over the experts reads -> [(codes, checkpoint tensor, expert, matrix)]: a checkpoint stack
+    S's S.qweight (expert e of S), or per-expert tensors X.<e>.L stacked as X.stacked.L.qweight."""
+    found = []
+    for codes, (kind, w) in sorted(quantized.items()):
+        if kind != "scan_matmul":
+            continue
+        base = re.sub(r"\.qweight$", "", codes)
+        if base in weights and weights[base].ndim == 3:
+            found += [(codes, base, e, w[e]) for e in range(w.shape[0])]
+            continue
+        m = re.match(r"^(.*)\.stacked\.(.*)$", base)
+        if not m:
+            raise SystemExit(f"scanned codes {codes}: no checkpoint tensor")
+        found += [(codes, f"{m.group(1)}.{e}.{m.group(2)}", None, w[e]) for e in range(w.shape[0])]
+    return found
 
 
 # Checkpoint stacks whose gate and up rows alternate (else [gate | up] halves).
@@ -249,6 +284,8 @@ def main():
     ap.add_argument("--rel-tol", default="1e-4")
     ap.add_argument("--corr-opts", help="options of the model whose correlation with HF is checked (default: --opts)")
     ap.add_argument("--expect-op", help="an op type the model must contain (e.g. QMoE with --target=ort)")
+    ap.add_argument("--expect-scanned", action="store_true",
+                    help="the model must read quantized expert codes through a Scan (stacked codes)")
     ap.add_argument("--folder", metavar="FILE", help="compile as a model folder; FILE: the model expected in onnx/")
     ap.add_argument("--tjs", metavar="DTYPE", help="with --folder: transformers.js loads the folder with this dtype")
     a = ap.parse_args()
@@ -281,10 +318,14 @@ def main():
     if a.expect_op and a.expect_op not in ops:
         print(f"FAIL {name}: the model has no {a.expect_op} node")
         return 1
+    if a.expect_scanned and not any(kind == "scan_matmul" for kind, _ in quantized.values()):
+        print(f"FAIL {name}: no quantized expert codes are read through a Scan")
+        return 1
     lo, hi = (float(x) for x in a.l2.split(","))
     errors, ref_weights, untie = [], dict(weights), None
     matrices = [(codes, kind, *hf_name(codes, weights), w) for codes, (kind, w) in sorted(quantized.items())
-                if not kind.startswith("qmoe")]
+                if not kind.startswith("qmoe") and kind != "scan_matmul"]
+    matrices += [(codes, "matmul", tensor, x, w) for codes, tensor, x, w in scan_matrices(quantized, weights)]
     matrices += [(codes, "qmoe", tensor, x, w) for codes, tensor, x, w in qmoe_matrices(quantized, weights, a.family)]
     for codes, kind, tensor, expert, w in matrices:
         orig = weights[tensor] if expert is None else weights[tensor][expert]
@@ -294,7 +335,8 @@ def main():
             print(f"FAIL {name}: {codes} dequantizes to {w.shape}, checkpoint {tensor} is {orig.shape}")
             return 1
         err = float(np.linalg.norm(w - orig) / max(np.linalg.norm(orig), 1e-30))
-        errors.append((err, codes if kind != "qmoe" else f"{codes} ({tensor}{'' if expert is None else f' {expert}'})"))
+        errors.append((err, codes if kind == "matmul" and codes.startswith(tensor) and expert is None
+                       else f"{codes} ({tensor}{'' if expert is None else f' {expert}'})"))
         if kind == "matmul" and tensor in floats and cfg.get("tie_word_embeddings", False):
             untie = (tensor, w)                       # a tied head quantized apart from the float table
         elif expert is None:

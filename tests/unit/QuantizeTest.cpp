@@ -241,9 +241,16 @@ TEST(Quantize, StackedExpertViewsTileTheWholeStack) {
   l.symmetric = false;
   l.scaleBits = 32;
   for (int64_t e = 0; e < 3; ++e)
-    plan.useQuantized("w", t, l, /*inOut=*/false, e, /*forGather=*/false);
-  QuantizedRef whole = plan.useQuantized("w", t, l, false, -1, false);
+    plan.useQuantized("w", t, l, /*inOut=*/false, e, QuantRead::Matrix);
+  QuantizedRef whole =
+      plan.useQuantized("w", t, l, false, -1, QuantRead::Stack);
   EXPECT_EQ(whole.codes, "w.qweight");
+  // The same stack read whole by a Scan of MatMulNBits: [E, N, blocks,
+  // blob] codes, one expert's matrix per step.
+  QuantizedRef scanned =
+      plan.useQuantized("v", t, l, false, -1, QuantRead::Matrix);
+  EXPECT_EQ(scanned.codes, "v.qweight");
+  EXPECT_EQ(scanned.scaleType, onnx::TensorProto_DataType_FLOAT);
   test::ScratchDir dir;
   SourceMgr sm;
   DiagnosticEngine diags(sm);
@@ -280,8 +287,12 @@ TEST(Quantize, StackedExpertViewsTileTheWholeStack) {
   EXPECT_EQ(shape["w.1.qweight"], (std::vector<int64_t>{8, 2, 16}));
   EXPECT_EQ(shape["w.scales"], (std::vector<int64_t>{3, 8, 2}));
   EXPECT_EQ(shape["w.zero_points"], (std::vector<int64_t>{3, 8, 1}));
-  // Codes + f32 scales + zero points of 3 experts, nothing duplicated.
-  EXPECT_EQ(plan.totalBytes(), 3u * (8 * 32 + 8 * 2 * 4 + 8));
+  EXPECT_EQ(shape["v.qweight"], (std::vector<int64_t>{3, 8, 2, 16}));
+  EXPECT_EQ(at["v.qweight"].second, at["w.qweight"].second);
+  EXPECT_EQ(shape["v.scales"], (std::vector<int64_t>{3, 8, 2}));
+  // Codes + f32 scales + zero points of 3 experts of each of the two
+  // weights, nothing duplicated.
+  EXPECT_EQ(plan.totalBytes(), 2u * 3u * (8 * 32 + 8 * 2 * 4 + 8));
 }
 
 TEST(Quantize, RegionsGoThroughChunkedExternalData) {
@@ -305,8 +316,8 @@ TEST(Quantize, RegionsGoThroughChunkedExternalData) {
   l.symmetric = false;
   l.scaleBits = 32;
   for (int64_t e = 0; e < 3; ++e)
-    plan.useQuantized("w", t, l, /*inOut=*/false, e, /*forGather=*/false);
-  plan.useQuantized("w", t, l, false, -1, false);
+    plan.useQuantized("w", t, l, /*inOut=*/false, e, QuantRead::Matrix);
+  plan.useQuantized("w", t, l, false, -1, QuantRead::Stack);
   test::ScratchDir dir;
   SourceMgr sm;
   DiagnosticEngine diags(sm);
