@@ -110,7 +110,12 @@ Quantization (-emit=onnx; -emit=profile counts the same bytes):
                        the graph grows with them); with more, MoE layers
                        QMoE does not run scan the stacked codes (a graph of
                        any expert count, each selected matrix dequantized
-                       per call)
+                       per call); --quant=int8 MoE layers run on QMoE with
+                       --target=ort
+  --quant-qmoe         --target=ort: --quant=int4 MoE layers on QMoE as well
+                       (for execution providers with a fast 4-bit QMoE; ONNX
+                       Runtime 1.30's CPU kernel pre-packs it for minutes at
+                       session creation and runs no faster)
 
 Other:
   --list-archs         list the bundled families and the architectures
@@ -457,6 +462,11 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       }
       o.quantUnrollExperts = v[0];
       o.quantOptionSeen = true;
+    } else if (name == "--quant-qmoe") {
+      if (!noValue())
+        return false;
+      o.quantQmoe = true;
+      o.quantOptionSeen = true;
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       fmt::print(stderr, "archc: error: unknown option '{}' (see --help)\n",
                  args[i]);
@@ -491,8 +501,14 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
   }
   if (o.quantOptionSeen && o.quantBits == 0) {
     fmt::print(stderr, "archc: error: --quant-block, --quant-asymmetric, "
-                       "--quant-embeddings, --quant-accuracy and "
-                       "--quant-unroll-experts need --quant=int4|int8\n");
+                       "--quant-embeddings, --quant-accuracy, "
+                       "--quant-unroll-experts and --quant-qmoe need "
+                       "--quant=int4|int8\n");
+    return false;
+  }
+  if (o.quantQmoe && o.target != "ort") {
+    fmt::print(stderr, "archc: error: --quant-qmoe needs --target=ort (QMoE "
+                       "is an ONNX Runtime contrib op)\n");
     return false;
   }
   return true;

@@ -70,6 +70,8 @@ struct Options {
   /// --quant-unroll-experts: the most quantized expert bodies (experts x
   /// MoE layers) unrolled; with more, they scan stacked codes.
   int64_t quantUnrollExperts = 256;
+  /// --quant-qmoe: 4-bit MoE layers on ONNX Runtime's QMoE (--target=ort).
+  bool quantQmoe = false;
   bool quantOptionSeen = false; ///< a --quant-* option was given
 };
 

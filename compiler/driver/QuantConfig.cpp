@@ -20,6 +20,7 @@ ir::QuantOptions quantOptions(const Options &opts) {
   q.embeddings = opts.quantEmbeddings;
   q.accuracyLevel = opts.quantAccuracy;
   q.unrollExperts = opts.quantUnrollExperts;
+  q.qmoeInt4 = opts.quantQmoe;
   return q;
 }
 

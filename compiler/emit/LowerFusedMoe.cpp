@@ -161,9 +161,14 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   if (body.getArguments().empty())
     return false;
   // Quantized matrices (--quant) run on QMoE: every matrix of the body
-  // quantized, nothing else.
+  // quantized, nothing else. 4-bit ones only with --quant-qmoe: ONNX
+  // Runtime 1.30's CPU kernel pre-packs 4-bit stacks at session creation
+  // for minutes (20 s for two Qwen3-30B-A3B layers) and runs no faster than
+  // the scanned or unrolled MatMulNBits (docs/decisions.md).
   bool quantized = expertBodyQuantized(body);
   if (!quantized && act != onnx::TensorProto_DataType_FLOAT)
+    return false;
+  if (quantized && quant.bits == 4 && !quant.qmoeInt4)
     return false;
   if (quantized)
     for (const auto &o : body.getOps())

@@ -39,6 +39,8 @@ struct QuantOptions {
   /// layers no fused op (QMoE) takes run a Scan over the stacked codes, a
   /// graph independent of the expert count.
   int64_t unrollExperts = 256;
+  /// --target=ort: 4-bit MoE layers on QMoE too (8-bit ones always are).
+  bool qmoeInt4 = false;
   /// Bits of one scale; 0 = the activation dtype's (what the ONNX writer
   /// emits). Runtime presets (w4a16, ...) set their own scale_bits.
   double scaleBits = 0;
