@@ -24,8 +24,12 @@ item
 
 importDecl : IMPORT path=STRING ';'? ;
 
+// `model_type "llama", ...` (a contextual word, so `model_type` stays a
+// usable name): the config.json model types the arch claims.
 archDecl
-  : ARCH name=ID (EXTENDS base=ID)? (MATCHES matches+=STRING (',' matches+=STRING)*)?
+  : ARCH name=ID (EXTENDS base=ID)?
+    (claim=ID modelTypes+=STRING (',' modelTypes+=STRING)*)?
+    (MATCHES matches+=STRING (',' matches+=STRING)*)?
     '{' members+=archMember* '}'
   ;
 
@@ -47,7 +51,12 @@ configEntry
     (ALIAS aliases+=STRING (',' aliases+=STRING)*)? ';'?                       # ConfigField
   | LET name=ID (':' typeRef)? '=' value=expr ';'?                             # ConfigLet
   | CHECK cond=expr (',' message=STRING)? ';'?                                 # ConfigCheck
+  // `inert a, b, "c.d"` / `keep a, b`: contextual words (the AST builder
+  // accepts only these two), so neither is reserved.
+  | directive=ID names+=configName (',' names+=configName)* ';'?               # ConfigDirective
   ;
+
+configName : value=(ID | STRING) ;
 
 typeRef : name=ID ('<' elem=typeRef '>')? optional='?'? ;
 

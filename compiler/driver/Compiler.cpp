@@ -7,6 +7,7 @@
 #include "driver/Compiler.h"
 
 #include "driver/ArchCatalog.h"
+#include "driver/ConfigClosure.h"
 #include "frontend/BundledSnapshot.h"
 #include "frontend/Sema.h"
 #include "ir/Verifier.h"
@@ -21,6 +22,7 @@ namespace archc {
 
 std::vector<std::string> defaultPipeline(const Options &opts) {
   switch (opts.emit) {
+  case EmitTarget::Config:
   case EmitTarget::Weights:
     return {};
   case EmitTarget::IR:
@@ -140,18 +142,8 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
                                "past semantic checks");
     return false;
   }
-  if (!architecture.empty() && !c.arch->matches.empty() &&
-      std::find(c.arch->matches.begin(), c.arch->matches.end(), architecture) ==
-          c.arch->matches.end()) {
-    std::string list;
-    for (const std::string &m : c.arch->matches)
-      list += (list.empty() ? "" : ", ") + m;
-    diags
-        .warning(c.config->rangeOf("/architectures"),
-                 "config architecture '" + architecture + "' is not one of " +
-                     c.arch->name + "'s (" + list + ")")
-        .notes.push_back({c.arch->nameRange, "arch declared here"});
-  }
+  if (!checkConfigClaims(*c.arch, *c.config, opts, *c.configUse, diags))
+    return false;
 
   // The main graph, then each named graph of a package, each its own module
   // with its own pass pipeline.
@@ -166,8 +158,11 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
     m.configFile = std::filesystem::path(opts.config).filename().string();
     m.activationDType = chooseDType(opts, *c.config);
     Evaluator eval(c.program, diags, m);
+    // Named graphs bind the same config again: the fields are logged once.
+    BindLog log{c.configUse,
+                model == models.front() ? &c.boundFields : nullptr};
     std::shared_ptr<Env> cfgEnv =
-        bindConfig(*c.arch, *c.config, eval, diags, c.program);
+        bindConfig(*c.arch, *c.config, eval, diags, c.program, log);
     if (!cfgEnv)
       return false;
     for (auto &[name, value] : cfgEnv->locals()) {
@@ -199,7 +194,9 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
     else
       c.graphs.push_back({model->name, std::move(mod)});
   }
-  return true;
+  // Every graph is evaluated: the keys of config dicts the code read are
+  // known, and what is left was not honoured.
+  return checkConfigUsed(*c.arch, *c.config, opts, *c.configUse, diags);
 }
 
 static bool runPipeline(const Options &opts, Compilation &c, ir::Module &m,

@@ -13,6 +13,7 @@
 #include "driver/Options.h"
 #include "frontend/Program.h"
 #include "ir/IR.h"
+#include "irgen/ConfigBinder.h"
 
 #include <memory>
 #include <ostream>
@@ -39,6 +40,10 @@ struct Compilation {
   /// Its named graphs, in declaration order (empty for one-graph archs).
   std::vector<NamedGraph> graphs;
   const ast::ArchDecl *arch = nullptr;
+  /// The config.json keys the compilation read (closed-world binding).
+  std::shared_ptr<ConfigUse> configUse = std::make_shared<ConfigUse>();
+  /// Every config field as bound, for -emit=config.
+  std::vector<BoundField> boundFields;
 
   Compilation() : diags(std::make_unique<DiagnosticEngine>(sourceMgr)) {}
 };

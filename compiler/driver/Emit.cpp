@@ -8,6 +8,7 @@
 
 #include "analysis/ProfilePlot.h"
 #include "analysis/ProfileReport.h"
+#include "driver/ConfigReport.h"
 #include "driver/OnnxLoader.h"
 #include "driver/Package.h"
 #include "driver/QuantConfig.h"
@@ -49,6 +50,9 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
   }
   std::map<std::string, double> storedBytes;
   switch (opts.emit) {
+  case EmitTarget::Config:
+    printBoundConfig(c, opts.format, text);
+    break;
   case EmitTarget::IR: {
     ir::PrintOptions po;
     po.printLocations = opts.printLoc;

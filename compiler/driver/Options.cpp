@@ -32,6 +32,8 @@ config's architectures[0] is used. A model folder is read for its
 config.json; its safetensors are the default --weights of -emit=onnx.
 
 Output:
+  -emit=config         every config field as bound: value and where it came
+                       from (config.json, a family's default, inert)
   -emit=ir             typed IR (default), deterministic text
   -emit=weights        the checkpoint's weight tensors (name, shape, dtype)
   -emit=profile        parameters, FLOPs, memory, KV bytes, latency
@@ -43,6 +45,15 @@ Output:
                        onnx/model.onnx, config.json, genai_config.json, ...
   --dtype=<t>          f32 | f16 | bf16 (default: the config's torch_dtype;
                        f32 for ONNX)
+
+Config binding (closed-world: docs/language.md, "Config schema"):
+  --allow-unknown-config
+                       a config field the family neither honours nor knows
+                       to be inert is a warning instead of an error (for
+                       fields you know not to change the model)
+  --arch-override      compile a config whose model_type / architectures[0]
+                       the .arch file does not claim (a warning instead of
+                       an error; every field is still checked)
 
 Pipeline and debugging:
   --passes=<a,b,...>   run exactly these passes (shape-inference, kv-cache,
@@ -227,6 +238,14 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       o.quiet = true;
       continue;
     }
+    if (name == "--allow-unknown-config") {
+      o.allowUnknownConfig = true;
+      continue;
+    }
+    if (name == "--arch-override") {
+      o.archOverride = true;
+      continue;
+    }
     if (name == "--config") {
       if (!need())
         return false;
@@ -236,6 +255,8 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
         return false;
       if (value == "ir")
         o.emit = EmitTarget::IR;
+      else if (value == "config")
+        o.emit = EmitTarget::Config;
       else if (value == "weights")
         o.emit = EmitTarget::Weights;
       else if (value == "profile")
@@ -247,7 +268,7 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       else {
         fmt::print(stderr,
                    "archc: error: unknown -emit value '{}' (expected "
-                   "ir, weights, profile, onnx or onnx-text)\n",
+                   "config, ir, weights, profile, onnx or onnx-text)\n",
                    value);
         return false;
       }

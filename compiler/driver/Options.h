@@ -14,7 +14,7 @@
 
 namespace archc {
 
-enum class EmitTarget { Weights, IR, Profile, Onnx, OnnxText };
+enum class EmitTarget { Config, Weights, IR, Profile, Onnx, OnnxText };
 
 struct Options {
   std::string input;
@@ -35,6 +35,12 @@ struct Options {
   /// Take unmodified bundled files' ASTs from the build's AST snapshot
   /// (--no-ast-snapshot: parse every file).
   bool astSnapshot = true;
+  /// --allow-unknown-config: config keys the family does not know are
+  /// warnings, not errors.
+  bool allowUnknownConfig = false;
+  /// --arch-override: a config whose model_type / architectures[0] the arch
+  /// does not claim is compiled with a warning.
+  bool archOverride = false;
   bool traceAstSnapshot = false; ///< say on stderr how each file was loaded
 
   // Profile.

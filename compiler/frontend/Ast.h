@@ -11,6 +11,7 @@
 #include "support/Casting.h"
 #include "support/SourceMgr.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -327,7 +328,11 @@ struct CheckStmt : Stmt {
 
 /// One entry of a `config { }` block.
 struct ConfigEntry {
-  enum class Kind { Field, Let, Check };
+  /// Field: read from config.json; Let: computed; Check: an assertion;
+  /// Inert: config.json keys the family knows not to affect the model
+  /// (`inert a, "b.c"`); Keep: base fields whose defaults this arch
+  /// accepts as its own (`keep a, b`).
+  enum class Kind { Field, Let, Check, Inert, Keep };
   Kind kind;
   SourceRange range;
   std::string name; ///< Field/Let
@@ -336,6 +341,10 @@ struct ConfigEntry {
   ExprPtr value;                 ///< default (Field), value (Let), cond (Check)
   std::vector<std::string> aliases;
   std::optional<std::string> message; ///< Check
+  std::vector<std::string> names;     ///< Inert (key paths) / Keep (fields)
+
+  /// Whether the entry declares a name (a field or a let).
+  bool declaresName() const { return kind == Kind::Field || kind == Kind::Let; }
 };
 
 struct DefDecl {
@@ -385,6 +394,9 @@ struct ArchDecl {
   std::string base;
   SourceRange baseRange;
   std::vector<std::string> matches; ///< HF `architectures` class names
+  /// HF `model_type`s the arch claims (`model_type "llama"`); empty: any.
+  std::vector<std::string> modelTypes;
+  SourceRange modelTypesRange;
   // The members as written in this arch.
   std::vector<ConfigEntry> config;
   std::vector<UseDecl> uses;
@@ -401,6 +413,12 @@ struct ArchDecl {
   // graph name); this arch's model, else the base's. Without a base they
   // view the arch's own members. Later stages read only these.
   std::vector<const ConfigEntry *> allConfig;
+  /// Inherited fields whose default this arch neither restates nor keeps:
+  /// field name -> the base arch whose default is not inherited. Such a
+  /// field must be in config.json.
+  std::map<std::string, std::string> defaultsNotInherited;
+  /// Every config.json key path the arch and its bases declare inert.
+  std::vector<std::string> allInert;
   std::vector<const UseDecl *> allUses;
   std::vector<const DefDecl *> allDefs;
   const ModelDecl *effectiveModel = nullptr;

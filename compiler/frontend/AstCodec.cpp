@@ -59,12 +59,12 @@ namespace {
   X(ReturnStmt, 64)                                                            \
   X(ErrorStmt, 72)                                                             \
   X(CheckStmt, 88)                                                             \
-  X(ConfigEntry, 168)                                                          \
+  X(ConfigEntry, 192)                                                          \
   X(DefDecl, 136)                                                              \
   X(ModelInput, 136)                                                           \
   X(ModelDecl, 152)                                                            \
   X(UseDecl, 136)                                                              \
-  X(ArchDecl, 368)                                                             \
+  X(ArchDecl, 488)                                                             \
   X(ImportDecl, 56)                                                            \
   X(File, 80)
 

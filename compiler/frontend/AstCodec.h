@@ -25,7 +25,7 @@ namespace archc::ast {
 
 /// The version of the encoding. Bump it whenever encodeFile/decodeFile
 /// change what they write or read.
-constexpr uint32_t kCodecVersion = 3;
+constexpr uint32_t kCodecVersion = 4;
 
 /// A fingerprint of the AST node layouts (their sizes) this build was
 /// compiled with. A snapshot written by a build whose AST differs is not

@@ -396,7 +396,7 @@ private:
 
   ConfigEntry config() {
     ConfigEntry c;
-    c.kind = enumValue(ConfigEntry::Kind::Check);
+    c.kind = enumValue(ConfigEntry::Kind::Keep);
     c.range = range();
     c.name = str();
     c.nameRange = range();
@@ -407,6 +407,10 @@ private:
     for (size_t i = 0; i < n && ok; ++i)
       c.aliases.push_back(str());
     c.message = optStr();
+    n = count();
+    reserve(c.names, n);
+    for (size_t i = 0; i < n && ok; ++i)
+      c.names.push_back(str());
     return c;
   }
 
@@ -447,6 +451,11 @@ private:
     reserve(a->matches, n);
     for (size_t i = 0; i < n && ok; ++i)
       a->matches.push_back(str());
+    n = count();
+    reserve(a->modelTypes, n);
+    for (size_t i = 0; i < n && ok; ++i)
+      a->modelTypes.push_back(str());
+    a->modelTypesRange = range();
     n = count();
     reserve(a->config, n);
     for (size_t i = 0; i < n && ok; ++i)

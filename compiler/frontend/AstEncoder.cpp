@@ -300,6 +300,9 @@ private:
     for (const std::string &a : c.aliases)
       str(a);
     optStr(c.message);
+    count(c.names.size());
+    for (const std::string &n : c.names)
+      str(n);
   }
 
   void model(const ModelDecl *m) {
@@ -332,6 +335,10 @@ private:
     count(a.matches.size());
     for (const std::string &m : a.matches)
       str(m);
+    count(a.modelTypes.size());
+    for (const std::string &t : a.modelTypes)
+      str(t);
+    range(a.modelTypesRange);
     count(a.config.size());
     for (const ConfigEntry &c : a.config)
       config(c);

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <regex>
+#include <set>
 
 namespace fs = std::filesystem;
 
@@ -35,7 +36,7 @@ std::vector<BundledArch> listBundledArchs() {
   // `arch NAME matches "A", "B"` (possibly over several lines): a textual
   // scan is enough to choose the file, which is then parsed properly.
   static const std::regex matchesClause(
-      R"re(\barch\s+([A-Za-z_][A-Za-z0-9_]*)(?:\s+extends\s+[A-Za-z_][A-Za-z0-9_]*)?\s+matches\s+("[^"]*"(\s*,\s*"[^"]*")*))re");
+      R"re(\barch\s+([A-Za-z_][A-Za-z0-9_]*)(?:\s+extends\s+[A-Za-z_][A-Za-z0-9_]*)?(?:\s+model_type\s+"[^"]*"(?:\s*,\s*"[^"]*")*)?\s+matches\s+("[^"]*"(\s*,\s*"[^"]*")*))re");
   static const std::regex quoted(R"re("([^"]*)")re");
   std::vector<fs::path> files;
   std::error_code ec;
@@ -191,25 +192,43 @@ void orderByDataFlow(std::vector<const ast::ModelDecl *> &graphs) {
 
 /// Sets an arch's effective members from its own and (when it extends one)
 /// its resolved base's.
-void inherit(ast::ArchDecl &a, const ast::ArchDecl *base) {
+void inherit(ast::ArchDecl &a, const ast::ArchDecl *base,
+             DiagnosticEngine &diags) {
   a.allConfig.clear();
   a.allDefs.clear();
+  a.allInert.clear();
+  a.defaultsNotInherited.clear();
   std::map<std::string, const ast::ConfigEntry *> ownEntries;
-  for (const ast::ConfigEntry &e : a.config)
-    if (e.kind != ast::ConfigEntry::Kind::Check)
+  std::map<std::string, SourceRange> kept;
+  for (const ast::ConfigEntry &e : a.config) {
+    if (e.declaresName())
       ownEntries.emplace(e.name, &e);
+    else if (e.kind == ast::ConfigEntry::Kind::Keep)
+      for (const std::string &n : e.names)
+        kept.emplace(n, e.nameRange);
+  }
   std::map<std::string, const ast::DefDecl *> ownDefs;
   for (const auto &d : a.defs)
     ownDefs.emplace(d->name, d.get());
   std::set<const void *> placed;
   if (base) {
-    // A redeclared field or let takes the base entry's place.
+    a.allInert = base->allInert;
+    // A redeclared field or let takes the base entry's place. A base field
+    // the arch neither redeclares nor keeps loses its default: the base's
+    // value for an absent key is the base's model's, not necessarily this
+    // family's, so the key must then be in config.json.
     for (const ast::ConfigEntry *e : base->allConfig) {
       auto it = e->kind == ast::ConfigEntry::Kind::Check
                     ? ownEntries.end()
                     : ownEntries.find(e->name);
       if (it == ownEntries.end()) {
         a.allConfig.push_back(e);
+        if (e->kind == ast::ConfigEntry::Kind::Field && !kept.count(e->name)) {
+          auto inherited = base->defaultsNotInherited.find(e->name);
+          a.defaultsNotInherited[e->name] =
+              inherited != base->defaultsNotInherited.end() ? inherited->second
+                                                            : base->name;
+        }
         continue;
       }
       a.allConfig.push_back(it->second);
@@ -222,9 +241,36 @@ void inherit(ast::ArchDecl &a, const ast::ArchDecl *base) {
         placed.insert(it->second);
     }
   }
-  for (const ast::ConfigEntry &e : a.config)
+  // `keep` names a field the arch inherits and does not redeclare.
+  for (const auto &[name, range] : kept) {
+    bool inheritedField =
+        base && std::any_of(base->allConfig.begin(), base->allConfig.end(),
+                            [&](const ast::ConfigEntry *e) {
+                              return e->kind == ast::ConfigEntry::Kind::Field &&
+                                     e->name == name;
+                            });
+    if (!inheritedField)
+      diags.error(range, "keep '{}': {} inherits no config field of that name",
+                  name, a.name);
+    else if (ownEntries.count(name))
+      diags.error(range, "keep '{}': {} redeclares it", name, a.name)
+          .notes.push_back({ownEntries[name]->nameRange, "declared here"});
+    else if (base->defaultsNotInherited.count(name))
+      diags.error(range,
+                  "keep '{}': {} itself has no default for it ({} does not "
+                  "keep {}'s)",
+                  name, base->name, base->name,
+                  base->defaultsNotInherited.at(name));
+  }
+  for (const ast::ConfigEntry &e : a.config) {
+    if (e.kind == ast::ConfigEntry::Kind::Inert)
+      a.allInert.insert(a.allInert.end(), e.names.begin(), e.names.end());
+    if (e.kind == ast::ConfigEntry::Kind::Inert ||
+        e.kind == ast::ConfigEntry::Kind::Keep)
+      continue;
     if (!placed.count(&e))
       a.allConfig.push_back(&e);
+  }
   for (const auto &d : a.defs)
     if (!placed.count(d.get()))
       a.allDefs.push_back(d.get());
@@ -326,9 +372,10 @@ bool Program::resolveArchs(DiagnosticEngine &diags) {
       }
       base = it->second;
     }
-    inherit(a, base);
-    done[&a] = true;
-    return true;
+    unsigned errors = diags.getNumErrors();
+    inherit(a, base, diags);
+    done[&a] = diags.getNumErrors() == errors;
+    return done[&a];
   };
   for (auto &f : files)
     for (auto &a : f->archs)

@@ -69,12 +69,14 @@ class SemaChecker {
 public:
   SemaChecker(const Program &p, DiagnosticEngine &d) : program(p), diags(d) {}
 
-  void checkArch(const ast::ArchDecl &arch) {
+  /// Checks an arch; one that is only used by another (`use pretrained`)
+  /// may be a config block without a model.
+  void checkArch(const ast::ArchDecl &arch, bool used = false) {
     // Duplicates among this arch's own members (a base's are overridden,
     // not duplicated).
     std::map<std::string, SourceRange> seen;
     for (const ast::ConfigEntry &e : arch.config) {
-      if (e.kind == ast::ConfigEntry::Kind::Check)
+      if (!e.declaresName())
         continue;
       auto [it, inserted] = seen.emplace(e.name, e.nameRange);
       if (!inserted)
@@ -85,7 +87,7 @@ public:
     // shadow a config field or let.
     std::map<std::string, SourceRange> names;
     for (const ast::ConfigEntry *e : arch.allConfig)
-      if (e->kind != ast::ConfigEntry::Kind::Check)
+      if (e->declaresName())
         names.emplace(e->name, e->nameRange);
     for (const ast::UseDecl *use : arch.allUses) {
       const ast::UseDecl &u = *use;
@@ -130,7 +132,7 @@ public:
     // included), each checked in this arch's scope.
     archScope.parent = &globalScope;
     for (const ast::ConfigEntry *e : arch.allConfig)
-      if (e->kind != ast::ConfigEntry::Kind::Check)
+      if (e->declaresName())
         archScope.names.insert(e->name);
     for (const ast::DefDecl *def : arch.allDefs) {
       archScope.names.insert(def->name);
@@ -145,7 +147,8 @@ public:
     for (const ast::DefDecl *def : arch.allDefs)
       checkDef(*def, archScope);
     if (!arch.effectiveModel) {
-      diags.error(arch.nameRange, "arch '{}' has no model", arch.name);
+      if (!used)
+        diags.error(arch.nameRange, "arch '{}' has no model", arch.name);
       return;
     }
     checkModel(*arch.effectiveModel);
@@ -409,7 +412,7 @@ private:
       return;
     std::vector<std::string> names;
     for (const ast::ConfigEntry *e : used->allConfig)
-      if (e->kind != ast::ConfigEntry::Kind::Check)
+      if (e->declaresName())
         names.push_back(e->name);
     for (const ast::DefDecl *def : used->allDefs)
       names.push_back(def->name);
@@ -653,7 +656,7 @@ bool runSema(const Program &program, const ast::ArchDecl *arch,
         continue;
       SemaChecker inner(program, diags);
       inner.initGlobals();
-      inner.checkArch(*a);
+      inner.checkArch(*a, /*used=*/true);
       for (auto &[alias, used] : inner.getUses())
         todo.push_back(used);
     }

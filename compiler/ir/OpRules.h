@@ -60,6 +60,15 @@ bool normalizeAxis(int64_t axis, size_t rank, size_t &out);
 std::vector<int64_t> mropeSections(const Op &op);
 bool mropeInterleaved(const Op &op);
 
+/// The keys of a rope scaling dict (Hugging Face's rope_parameters) that
+/// op.rope honours for the dict's rope type (`rope_type`, else the legacy
+/// `type`): the type, the M-RoPE sections, and the parameters of that type
+/// (linear, dynamic: factor; llama3: factor, low/high_freq_factor,
+/// original_max_position_embeddings; yarn: those of HF's yarn; longrope:
+/// short/long_factor, factor, attention_factor, the original context).
+/// rope_theta and partial_rotary_factor are the family's to read.
+std::vector<std::string> ropeScalingKeys(const AttrDict &scaling);
+
 /// Storage layout of a cache state for a value of the given rank:
 /// [b, s, h, d] is stored [b, h, s, d]; other ranks as they are.
 std::vector<int64_t> cacheLayout(size_t rank);

@@ -406,6 +406,12 @@ SchemaBuilder &SchemaBuilder::nonEmpty() {
   return *this;
 }
 
+SchemaBuilder &SchemaBuilder::honouredKeys(
+    std::function<std::vector<std::string>(const AttrDict &)> keys) {
+  lastAttr().honouredKeys = std::move(keys);
+  return *this;
+}
+
 SchemaBuilder &SchemaBuilder::result(std::string name, std::string summary) {
   s.results.push_back(
       {std::move(name), Origin::Language, "", false, std::move(summary)});

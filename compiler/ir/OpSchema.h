@@ -20,6 +20,7 @@
 #include "ir/IR.h"
 #include "support/Diagnostics.h"
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -87,6 +88,10 @@ struct AttrSpec {
   bool minExclusive = false;
   /// Lists must not be empty.
   bool nonEmpty = false;
+  /// A Dict's keys the op honours, given the dict (all when unset). The keys
+  /// of a config.json dict it does not honour stay unread, so binding
+  /// refuses them by name (config/ConfigUse.h).
+  std::function<std::vector<std::string>(const AttrDict &)> honouredKeys;
   std::string summary;
 
   bool required() const { return !defaultValue && !optional; }
@@ -258,6 +263,8 @@ public:
   SchemaBuilder &atLeast(double bound);
   SchemaBuilder &above(double bound);
   SchemaBuilder &nonEmpty();
+  SchemaBuilder &
+  honouredKeys(std::function<std::vector<std::string>(const AttrDict &)> keys);
   SchemaBuilder &result(std::string name, std::string summary);
   SchemaBuilder &variadicResults(std::string name, std::string countAttr,
                                  std::string summary);

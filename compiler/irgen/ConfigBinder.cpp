@@ -18,7 +18,9 @@
 namespace archc {
 
 EvalValue jsonToValue(const nlohmann::json &j, SourceRange where,
-                      DiagnosticEngine &diags, unsigned depth) {
+                      DiagnosticEngine &diags, unsigned depth,
+                      const std::shared_ptr<ConfigUse> &use,
+                      const std::string &pointer) {
   if (depth > 64) {
     diags.error(where, "config value nested more than 64 levels deep");
     return EvalValue::poison();
@@ -44,8 +46,10 @@ EvalValue jsonToValue(const nlohmann::json &j, SourceRange where,
     return EvalValue::string(j.get<std::string>());
   case nlohmann::json::value_t::array: {
     std::vector<EvalValue> elems;
+    size_t index = 0;
     for (const auto &e : j) {
-      EvalValue v = jsonToValue(e, where, diags, depth + 1);
+      EvalValue v = jsonToValue(e, where, diags, depth + 1, use,
+                                pointer + "/" + std::to_string(index++));
       if (v.isPoison())
         return v;
       elems.push_back(std::move(v));
@@ -55,12 +59,16 @@ EvalValue jsonToValue(const nlohmann::json &j, SourceRange where,
   case nlohmann::json::value_t::object: {
     std::map<std::string, EvalValue> entries;
     for (auto it = j.begin(); it != j.end(); ++it) {
-      EvalValue v = jsonToValue(it.value(), where, diags, depth + 1);
+      EvalValue v = jsonToValue(it.value(), where, diags, depth + 1, use,
+                                pointer + "/" + it.key());
       if (v.isPoison())
         return v;
       entries[it.key()] = std::move(v);
     }
-    return EvalValue::dict(std::move(entries));
+    std::shared_ptr<const ConfigOrigin> origin;
+    if (use)
+      origin = std::make_shared<const ConfigOrigin>(ConfigOrigin{use, pointer});
+    return EvalValue::dict(std::move(entries), std::move(origin));
   }
   default:
     diags.error(where, "unsupported JSON value");
@@ -96,21 +104,59 @@ const nlohmann::json *findPath(const nlohmann::json &obj,
   return cur;
 }
 
+/// The arch whose own config block holds `entry` (for messages), or "".
+std::string ownerOf(const ast::ConfigEntry *entry, const Program *program) {
+  if (!program)
+    return "";
+  for (const auto &f : program->getFiles())
+    for (const auto &a : f->archs)
+      for (const ast::ConfigEntry &e : a->config)
+        if (&e == entry)
+          return a->name;
+  return "";
+}
+
 class Binder {
 public:
   Binder(const ast::ArchDecl &arch, const JsonSource &cfg, Evaluator &eval,
-         DiagnosticEngine &diags, std::shared_ptr<Env> parent = nullptr)
-      : arch(arch), cfg(cfg), eval(eval), diags(diags),
-        env(std::make_shared<Env>(std::move(parent))) {
+         DiagnosticEngine &diags, const BindLog &log, const Program *program,
+         std::shared_ptr<Env> parent = nullptr)
+      : arch(arch), cfg(cfg), eval(eval), diags(diags), log(log),
+        program(program), env(std::make_shared<Env>(std::move(parent))) {
     for (const ast::ConfigEntry *e : arch.allConfig)
-      if (e->kind != ast::ConfigEntry::Kind::Check)
+      if (e->declaresName())
         entries[e->name] = e;
   }
 
   std::shared_ptr<Env> run() {
+    const nlohmann::json &root = cfg.root();
+    auto tc = root.find("text_config");
+    bool hasText = tc != root.end() && tc->is_object();
+    if (log.use && hasText)
+      log.use->open("/text_config");
     for (const ast::ConfigEntry *e : arch.allConfig)
-      if (e->kind != ast::ConfigEntry::Kind::Check)
+      if (e->declaresName())
         resolve(e->name);
+    // Inert keys: present or not, they change nothing; where present they
+    // are accounted for (in text_config and at the top level).
+    for (const std::string &name : arch.allInert) {
+      std::vector<std::string> pointers;
+      if (hasText)
+        pointers.push_back(configPathPointer(name, "/text_config"));
+      pointers.push_back(configPathPointer(name));
+      for (const std::string &pointer : pointers) {
+        const nlohmann::json *j = at(pointer);
+        if (!j)
+          continue;
+        if (log.use) {
+          log.use->consume(pointer);
+          openParents(pointer);
+        }
+        if (log.fields)
+          log.fields->push_back({arch.name, name, jsonToValue(*j, {}, diags),
+                                 BoundField::Source::Inert, pointer, ""});
+      }
+    }
     if (diags.getNumErrors() != errorsAtStart)
       return nullptr;
     for (const ast::ConfigEntry *entry : arch.allConfig) {
@@ -145,11 +191,43 @@ private:
   const JsonSource &cfg;
   Evaluator &eval;
   DiagnosticEngine &diags;
+  const BindLog &log;
+  const Program *program;
   std::shared_ptr<Env> env;
   std::map<std::string, const ast::ConfigEntry *> entries;
   std::map<std::string, int> state; // 1 = in progress, 2 = done
   std::vector<std::string> stack;
   unsigned errorsAtStart = diags.getNumErrors();
+
+  /// The JSON value at `pointer`, or null.
+  const nlohmann::json *at(const std::string &pointer) const {
+    const nlohmann::json *cur = &cfg.root();
+    size_t start = 1;
+    while (start <= pointer.size()) {
+      size_t slash = pointer.find('/', start);
+      std::string key =
+          pointer.substr(start, slash == std::string::npos ? std::string::npos
+                                                           : slash - start);
+      if (!cur->is_object())
+        return nullptr;
+      auto it = cur->find(key);
+      if (it == cur->end())
+        return nullptr;
+      cur = &*it;
+      if (slash == std::string::npos)
+        break;
+      start = slash + 1;
+    }
+    return cur;
+  }
+
+  /// A key read at `pointer` through nested objects (a dotted alias) opens
+  /// them: their other keys must be accounted for one by one.
+  void openParents(const std::string &pointer) {
+    size_t slash = pointer.rfind('/');
+    if (slash != std::string::npos && slash > 0)
+      log.use->open(pointer.substr(0, slash));
+  }
 
   /// Looks a field up in text_config, then the root, then under aliases.
   const nlohmann::json *lookup(const ast::ConfigEntry &e,
@@ -197,6 +275,15 @@ private:
       resolve(n);
   }
 
+  void record(const ast::ConfigEntry &e, const EvalValue &v,
+              BoundField::Source source, const std::string &pointer) {
+    if (!log.fields)
+      return;
+    log.fields->push_back(
+        {arch.name, e.name, v, source, pointer,
+         source == BoundField::Source::Default ? ownerOf(&e, program) : ""});
+  }
+
   EvalValue bind(const ast::ConfigEntry &e) {
     const std::string &cfgName = diags.getSourceMgr().getName(cfg.getFileId());
     if (e.kind == ast::ConfigEntry::Kind::Let) {
@@ -213,11 +300,23 @@ private:
     }
     std::string pointer;
     const nlohmann::json *j = lookup(e, pointer);
+    if (j && log.use) {
+      // A dict-typed field's keys are accounted for as the code reads them;
+      // any other value is read whole.
+      if (j->is_object() && !log.use->isConsumed(pointer))
+        log.use->open(pointer);
+      else
+        log.use->consume(pointer);
+      openParents(pointer);
+    }
+    auto notInherited = arch.defaultsNotInherited.find(e.name);
     if (j && !j->is_null()) {
       SourceRange where = cfg.rangeOf(pointer);
-      EvalValue v = jsonToValue(*j, where, diags);
+      EvalValue v = jsonToValue(*j, where, diags, 0,
+                                j->is_object() ? log.use : nullptr, pointer);
       if (v.isPoison())
         return v;
+      record(e, v, BoundField::Source::Config, pointer);
       if (!Evaluator::coerce(v, *e.type)) {
         std::string shown = j->dump();
         if (shown.size() > 60)
@@ -232,8 +331,26 @@ private:
     }
     // An explicit null in an optional field means "none", even when the
     // field has a default for the absent case (Mistral: sliding_window).
-    if (j && e.type->optional)
+    if (j && e.type->optional) {
+      record(e, EvalValue::none(), BoundField::Source::Config, pointer);
       return EvalValue::none();
+    }
+    if (notInherited != arch.defaultsNotInherited.end() &&
+        (e.value || e.type->optional)) {
+      // The base's default describes the base's models, not this family's.
+      Diagnostic &d =
+          diags.error(cfg.fileStart(), "{} config field '{}' in {}",
+                      j ? "null value for" : "missing", e.name, cfgName);
+      d.notes.push_back(
+          {arch.nameRange,
+           fmt::format("'{}' inherits '{}' from '{}' without its default: "
+                       "state {}'s default in its config block, or `keep "
+                       "{}` when the base's is also {}'s",
+                       arch.name, e.name, notInherited->second, arch.name,
+                       e.name, arch.name)});
+      d.notes.push_back({e.range, "'" + e.name + "' is declared here"});
+      return EvalValue::poison();
+    }
     if (e.value) {
       resolveDeps(*e.value);
       EvalValue v = eval.eval(*e.value, env);
@@ -243,10 +360,13 @@ private:
                     e.name, e.type->str(), v.typeName(), v.str());
         return EvalValue::poison();
       }
+      record(e, v, BoundField::Source::Default, "");
       return v;
     }
-    if (e.type->optional)
+    if (e.type->optional) {
+      record(e, EvalValue::none(), BoundField::Source::Default, "");
       return EvalValue::none();
+    }
     Diagnostic &d = diags.error(
         cfg.fileStart(), "{} config field '{}' in {}",
         j ? "null value for required" : "missing required", e.name, cfgName);
@@ -267,16 +387,26 @@ private:
 
 std::shared_ptr<Env> bindConfig(const ast::ArchDecl &arch,
                                 const JsonSource &config, Evaluator &eval,
-                                DiagnosticEngine &diags) {
-  Binder b(arch, config, eval, diags);
+                                DiagnosticEngine &diags, const BindLog &log) {
+  Binder b(arch, config, eval, diags, log, nullptr);
   return b.run();
+}
+
+std::string configPathPointer(const std::string &path,
+                              const std::string &prefix) {
+  std::string pointer = prefix + "/" + path;
+  for (size_t k = prefix.size() + 1; k < pointer.size(); ++k)
+    if (pointer[k] == '.')
+      pointer[k] = '/';
+  return pointer;
 }
 
 namespace {
 std::shared_ptr<Env> bindWithUses(const ast::ArchDecl &arch,
                                   const JsonSource &config, Evaluator &eval,
                                   DiagnosticEngine &diags,
-                                  const Program &program, unsigned depth) {
+                                  const Program &program, const BindLog &log,
+                                  unsigned depth) {
   std::shared_ptr<Env> uses;
   if (!arch.allUses.empty()) {
     if (depth > 16) {
@@ -294,22 +424,22 @@ std::shared_ptr<Env> bindWithUses(const ast::ArchDecl &arch,
         return nullptr;
       }
       std::shared_ptr<Env> env =
-          bindWithUses(*used, config, eval, diags, program, depth + 1);
+          bindWithUses(*used, config, eval, diags, program, log, depth + 1);
       if (!env)
         return nullptr;
       uses->define(u.alias, Evaluator::archNamespace(*used, env));
     }
   }
-  Binder b(arch, config, eval, diags, uses);
+  Binder b(arch, config, eval, diags, log, &program, uses);
   return b.run();
 }
 } // namespace
 
 std::shared_ptr<Env> bindConfig(const ast::ArchDecl &arch,
                                 const JsonSource &config, Evaluator &eval,
-                                DiagnosticEngine &diags,
-                                const Program &program) {
-  return bindWithUses(arch, config, eval, diags, program, 0);
+                                DiagnosticEngine &diags, const Program &program,
+                                const BindLog &log) {
+  return bindWithUses(arch, config, eval, diags, program, log, 0);
 }
 
 } // namespace archc

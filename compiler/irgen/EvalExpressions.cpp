@@ -54,7 +54,7 @@ EvalValue Evaluator::eval(const ast::Expr &e, const std::shared_ptr<Env> &env) {
         found |= x.equals(a);
     } else if (b.getKind() == EvalValue::Kind::Dict &&
                a.getKind() == EvalValue::Kind::String) {
-      found = b.getDict().count(a.getString()) != 0;
+      found = b.readDictKey(a.getString()) != nullptr;
     } else if (b.getKind() == EvalValue::Kind::String &&
                a.getKind() == EvalValue::Kind::String) {
       found = b.getString().find(a.getString()) != std::string::npos;
@@ -128,15 +128,15 @@ EvalValue Evaluator::evalMember(const ast::MemberExpr &e,
   if (base.isPoison())
     return base;
   if (base.getKind() == EvalValue::Kind::Dict) {
-    auto it = base.getDict().find(e.member);
-    if (it == base.getDict().end()) {
+    const EvalValue *entry = base.readDictKey(e.member);
+    if (!entry) {
       error(e.memberRange,
             fmt::format("dict has no key '{}' (use get(d, \"{}\", default) "
                         "for optional keys)",
                         e.member, e.member));
       return EvalValue::poison();
     }
-    return it->second;
+    return *entry;
   }
   if (base.isTensor() && e.member == "rank")
     return EvalValue::poison(); // rank is not known before shape inference
@@ -188,13 +188,13 @@ EvalValue Evaluator::evalIndex(const ast::IndexExpr &e,
       error(e.index->getRange(), "dict keys are strings");
       return EvalValue::poison();
     }
-    auto it = base.getDict().find(idx.getString());
-    if (it == base.getDict().end()) {
+    const EvalValue *entry = base.readDictKey(idx.getString());
+    if (!entry) {
       error(e.index->getRange(),
             fmt::format("dict has no key '{}'", idx.getString()));
       return EvalValue::poison();
     }
-    return it->second;
+    return *entry;
   }
   if (base.isTensor() && idx.getKind() == EvalValue::Kind::Index &&
       idx.getIndexSymbol() == "e" && !idx.getIndexValue() && expertCount)

@@ -40,11 +40,27 @@ EvalValue EvalValue::tuple(std::vector<EvalValue> elems) {
   v.data = std::make_shared<const std::vector<EvalValue>>(std::move(elems));
   return v;
 }
-EvalValue EvalValue::dict(std::map<std::string, EvalValue> entries) {
+EvalValue EvalValue::dict(std::map<std::string, EvalValue> entries,
+                          std::shared_ptr<const ConfigOrigin> origin) {
   EvalValue v(Kind::Dict);
-  v.data = std::make_shared<const std::map<std::string, EvalValue>>(
-      std::move(entries));
+  v.data = std::make_shared<const DictData>(
+      DictData{std::move(entries), std::move(origin)});
   return v;
+}
+
+const EvalValue *EvalValue::readDictKey(const std::string &key) const {
+  const DictData &d = *std::get<DictPtr>(data);
+  auto it = d.entries.find(key);
+  if (d.origin)
+    d.origin->readKey(key, it != d.entries.end() &&
+                               it->second.kind == Kind::Dict &&
+                               it->second.getDictOrigin());
+  return it == d.entries.end() ? nullptr : &it->second;
+}
+
+void EvalValue::readWholeDict() const {
+  if (const auto &origin = std::get<DictPtr>(data)->origin)
+    origin->readAll();
 }
 EvalValue EvalValue::dim(ir::SymExpr d) {
   if (auto c = d.getConstant())
@@ -201,6 +217,8 @@ bool EvalValue::equals(const EvalValue &o) const {
     return true;
   }
   case Kind::Dict: {
+    readWholeDict();
+    o.readWholeDict();
     const auto &a = getDict(), &b = o.getDict();
     if (a.size() != b.size())
       return false;

@@ -10,6 +10,7 @@
 #ifndef ARCHC_IRGEN_EVALVALUE_H
 #define ARCHC_IRGEN_EVALVALUE_H
 
+#include "config/ConfigUse.h"
 #include "frontend/Ast.h"
 #include "ir/IR.h"
 
@@ -70,7 +71,10 @@ public:
   static EvalValue string(std::string s);
   static EvalValue list(std::vector<EvalValue> elems);
   static EvalValue tuple(std::vector<EvalValue> elems);
-  static EvalValue dict(std::map<std::string, EvalValue> entries);
+  /// A dict; `origin` when it is (a copy of) a config.json object, whose
+  /// keys are then accounted for as the code reads them (config/ConfigUse.h).
+  static EvalValue dict(std::map<std::string, EvalValue> entries,
+                        std::shared_ptr<const ConfigOrigin> origin = nullptr);
   static EvalValue dim(ir::SymExpr d);
   static EvalValue tensor(ir::Value *v);
   static EvalValue function(std::shared_ptr<Callable> fn);
@@ -94,8 +98,18 @@ public:
     return *std::get<ListPtr>(data);
   }
   const std::map<std::string, EvalValue> &getDict() const {
-    return *std::get<DictPtr>(data);
+    return std::get<DictPtr>(data)->entries;
   }
+  /// The config.json object a dict came from, or null.
+  const std::shared_ptr<const ConfigOrigin> &getDictOrigin() const {
+    return std::get<DictPtr>(data)->origin;
+  }
+  /// The entry `key` of a dict (null when absent), accounting for the key in
+  /// the dict's config origin: the code reads it.
+  const EvalValue *readDictKey(const std::string &key) const;
+  /// Accounts for every key of a dict from config.json (it is handed whole
+  /// to an op, or compared as a whole).
+  void readWholeDict() const;
   const ir::SymExpr &getDim() const { return *std::get<DimPtr>(data); }
   ir::Value *getTensor() const { return std::get<ir::Value *>(data); }
   const std::shared_ptr<Callable> &getFunction() const {
@@ -119,7 +133,11 @@ public:
 private:
   using StrPtr = std::shared_ptr<const std::string>;
   using ListPtr = std::shared_ptr<const std::vector<EvalValue>>;
-  using DictPtr = std::shared_ptr<const std::map<std::string, EvalValue>>;
+  struct DictData {
+    std::map<std::string, EvalValue> entries;
+    std::shared_ptr<const ConfigOrigin> origin;
+  };
+  using DictPtr = std::shared_ptr<const DictData>;
   using DimPtr = std::shared_ptr<const ir::SymExpr>;
   struct IndexData {
     std::string symbol;

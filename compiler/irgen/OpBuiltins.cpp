@@ -130,6 +130,18 @@ std::optional<ir::Attr> Evaluator::toTypedAttr(const ir::OpSchema &s,
     return ir::Attr(std::move(dims));
   }
   case AttrType::Dict: {
+    // The keys of a config.json dict the op honours are read; others stay
+    // unread and are refused as config fields.
+    if (spec.honouredKeys && v.getKind() == EvalValue::Kind::Dict) {
+      ir::AttrDict all;
+      for (const auto &[k, e] : v.getDict())
+        if (!e.isNone() && e.getKind() == EvalValue::Kind::String)
+          all.entries[k] = e.getString();
+      for (const std::string &k : spec.honouredKeys(all))
+        v.readDictKey(k);
+    } else if (v.getKind() == EvalValue::Kind::Dict) {
+      v.readWholeDict();
+    }
     ir::Attr at;
     if (!toAttr(v, at) ||
         !std::holds_alternative<std::shared_ptr<ir::AttrDict>>(at)) {
@@ -336,6 +348,7 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
     case EvalValue::Kind::Tuple:
       return EvalValue::integer(static_cast<int64_t>(v.getList().size()));
     case EvalValue::Kind::Dict:
+      // The size reads no key's value (an empty rope_scaling is no dict).
       return EvalValue::integer(static_cast<int64_t>(v.getDict().size()));
     case EvalValue::Kind::String:
       return EvalValue::integer(static_cast<int64_t>(v.getString().size()));
@@ -388,19 +401,24 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
     EvalValue dflt = args[2].present ? args[2].value : EvalValue::none();
     if (d.isNone())
       return dflt;
-    auto it = d.getDict().find(args[1].value.getString());
-    if (it == d.getDict().end() || it->second.isNone())
+    const EvalValue *entry = d.readDictKey(args[1].value.getString());
+    if (!entry || entry->isNone())
       return dflt;
-    return it->second;
+    return *entry;
   }
   if (n == "model_dtype")
     return EvalValue::string(ir::dtypeName(module.activationDType));
   if (n == "set") {
+    // A copy of a config.json dict keeps its origin: the keys the code
+    // reads from the copy are read from config.json.
     std::map<std::string, EvalValue> entries;
-    if (!args[0].value.isNone())
+    std::shared_ptr<const ConfigOrigin> origin;
+    if (!args[0].value.isNone()) {
       entries = args[0].value.getDict();
+      origin = args[0].value.getDictOrigin();
+    }
     entries[args[1].value.getString()] = args[2].value;
-    return EvalValue::dict(std::move(entries));
+    return EvalValue::dict(std::move(entries), std::move(origin));
   }
   if (n == "sqrt" || n == "log" || n == "exp" || n == "floor" || n == "ceil") {
     auto a = num(0);

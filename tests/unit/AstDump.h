@@ -299,16 +299,23 @@ private:
     std::string m;
     for (const std::string &s : a.matches)
       m += " " + quote(s);
+    std::string t;
+    for (const std::string &s : a.modelTypes)
+      t += " " + quote(s);
     line("arch " + range(a.range) + " " + quote(a.name) + range(a.nameRange) +
-         " extends " + quote(a.base) + range(a.baseRange) + " matches" + m);
+         " extends " + quote(a.base) + range(a.baseRange) + " model_type" + t +
+         range(a.modelTypesRange) + " matches" + m);
     Indent i(*this);
     for (const ast::ConfigEntry &c : a.config) {
       std::string aliases;
       for (const std::string &s : c.aliases)
         aliases += " " + quote(s);
+      std::string names;
+      for (const std::string &s : c.names)
+        names += " " + quote(s);
       line("config " + std::to_string(int(c.kind)) + " " + range(c.range) +
            " " + quote(c.name) + range(c.nameRange) + " aliases" + aliases +
-           " message " + optional(c.message));
+           " message " + optional(c.message) + " names" + names);
       Indent j(*this);
       type("type", c.type.get());
       expr("value", c.value.get());

@@ -152,6 +152,16 @@ private:
     }
     for (antlr4::Token *s : ctx->matches)
       result->matches.push_back(unescape(s->getText()));
+    if (ctx->claim) {
+      if (ctx->claim->getText() != "model_type")
+        diags.error(m.range(ctx->claim),
+                    "expected 'model_type', 'matches' or '{{' after the arch "
+                    "name, got '{}'",
+                    ctx->claim->getText());
+      result->modelTypesRange = m.range(ctx->claim);
+      for (antlr4::Token *s : ctx->modelTypes)
+        result->modelTypes.push_back(unescape(s->getText()));
+    }
     ast::ArchDecl *outer = arch;
     bool outerSawConfig = sawConfig;
     arch = result.get();
@@ -326,6 +336,31 @@ private:
     if (auto *type = ctx->typeRef())
       e.type = buildType(type);
     e.value = exprOf(ctx->value);
+    return {};
+  }
+  antlrcpp::Any
+  visitConfigDirective(ArchParser::ConfigDirectiveContext *ctx) override {
+    std::string word = ctx->directive->getText();
+    ast::ConfigEntry::Kind kind = ast::ConfigEntry::Kind::Inert;
+    if (word == "keep")
+      kind = ast::ConfigEntry::Kind::Keep;
+    else if (word != "inert")
+      diags.error(m.range(ctx->directive),
+                  "expected a config entry ('name: type', 'let', 'check', "
+                  "'inert' or 'keep'), got '{}'",
+                  word);
+    ast::ConfigEntry &e = newConfigEntry(ctx, kind);
+    e.nameRange = m.range(ctx->directive);
+    for (auto *n : ctx->names) {
+      antlr4::Token *t = n->value;
+      std::string name = t->getType() == ArchParser::STRING
+                             ? unescape(t->getText())
+                             : t->getText();
+      if (kind == ast::ConfigEntry::Kind::Keep &&
+          t->getType() == ArchParser::STRING)
+        diags.error(m.range(t), "keep names a field, not a key path");
+      e.names.push_back(std::move(name));
+    }
     return {};
   }
   antlrcpp::Any visitConfigCheck(ArchParser::ConfigCheckContext *ctx) override {
@@ -754,6 +789,7 @@ private:
   ARCHC_NOT_DISPATCHED(ImportDecl)
   ARCHC_NOT_DISPATCHED(ArchDecl)
   ARCHC_NOT_DISPATCHED(ConfigBlock)
+  ARCHC_NOT_DISPATCHED(ConfigName)
   ARCHC_NOT_DISPATCHED(TypeRef)
   ARCHC_NOT_DISPATCHED(DefDecl)
   ARCHC_NOT_DISPATCHED(ParamList)

@@ -54,6 +54,36 @@ bool verifyRope(const Op &op, DiagnosticEngine &d) {
 
 } // namespace
 
+std::vector<std::string> ropeScalingKeys(const AttrDict &scaling) {
+  std::string type = "default";
+  for (const char *key : {"rope_type", "type"}) {
+    auto it = scaling.entries.find(key);
+    if (it != scaling.entries.end() &&
+        std::holds_alternative<std::string>(it->second)) {
+      type = std::get<std::string>(it->second);
+      break;
+    }
+  }
+  std::vector<std::string> keys = {"rope_type", "type", "mrope_section",
+                                   "mrope_interleaved"};
+  std::vector<std::string> own;
+  if (type == "linear" || type == "dynamic")
+    own = {"factor"};
+  else if (type == "llama3")
+    own = {"factor", "low_freq_factor", "high_freq_factor",
+           "original_max_position_embeddings"};
+  else if (type == "yarn")
+    own = {"factor",           "original_max_position_embeddings",
+           "attention_factor", "mscale",
+           "mscale_all_dim",   "beta_fast",
+           "beta_slow",        "truncate"};
+  else if (type == "longrope")
+    own = {"short_factor", "long_factor", "factor", "attention_factor",
+           "original_max_position_embeddings"};
+  keys.insert(keys.end(), own.begin(), own.end());
+  return keys;
+}
+
 std::vector<int64_t> mropeSections(const Op &op) {
   std::vector<int64_t> out;
   const auto *sc = op.optAttr<std::shared_ptr<AttrDict>>("scaling");
@@ -590,6 +620,7 @@ void addAttentionSchemas(SchemaList &out) {
           .attr("interleaved", AttrType::Bool, false,
                 "rotate pairs (x[2i], x[2i+1]) instead of the two halves")
           .optAttr("scaling", AttrType::Dict, "rope_scaling parameters")
+          .honouredKeys(ropeScalingKeys)
           .optAttr("max_positions", AttrType::Int,
                    "max_position_embeddings (table size, dynamic/longrope)")
           .optAttr("original_max_positions", AttrType::Int,

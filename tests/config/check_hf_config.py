@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""Compares a family's config binding with its Hugging Face config class.
+
+  check_hf_config.py ARCHC MODEL_TYPE [--arch FILE.arch] [--hf DIR]
+
+tests/config/hf/<model_type>.json records the class (transformers 5): its
+fields, their defaults (literal, or `derived` from other fields as Python
+expressions), and which fields PreTrainedConfig contributes
+(tests/config/hf/_pretrained.json). Two runs of `archc -emit=config
+--format=json` on configs that name only the model type and class:
+
+1. defaults: with no other key, every field archc honours must bind to the
+   class's default (a derived default evaluated on the class's defaults);
+2. coverage: with every field of the class present (at its default), archc
+   must account for each one, as honoured (a field of that name) or inert;
+   a key it neither reads nor declares inert is an error there.
+
+Exit 0 when both hold, 1 with the differences listed.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Keys archc reads that a transformers-5 class has no field for: the
+# transformers-4 spellings its rope standardisation still accepts.
+LEGACY_KEYS = {"rope_scaling", "rope_theta", "partial_rotary_factor"}
+
+
+def load_class(hf_dir, model_type):
+    path = os.path.join(hf_dir, model_type + ".json")
+    with open(path) as f:
+        return json.load(f)
+
+
+def run_archc(archc, arch, config, extra=()):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "config.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        cmd = [archc] + ([arch] if arch else []) + [
+            "--config", path, "-emit=config", "--format=json", *extra]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        return r.returncode, r.stdout, r.stderr
+
+
+def same(a, b):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b or a == b and type(a) == type(b)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b or (math.isfinite(a) and math.isfinite(b) and
+                          abs(a - b) <= 1e-12 * max(abs(a), abs(b)))
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("archc")
+    ap.add_argument("model_type")
+    ap.add_argument("--arch", help="the .arch file (default: the bundled "
+                    "family matching the class)")
+    ap.add_argument("--hf", default=os.path.join(HERE, "hf"))
+    args = ap.parse_args()
+
+    cls = load_class(args.hf, args.model_type)
+    fields = cls["fields"]
+    base = {"model_type": args.model_type,
+            "architectures": [cls["architectures"][0]]}
+    problems = []
+
+    # 1. Defaults.
+    rc, out, err = run_archc(args.archc, args.arch, base)
+    if rc != 0:
+        print(f"FAIL {args.model_type}: archc refuses the class's own "
+              f"defaults:\n{err}")
+        return 1
+    bound = {}
+    for f in json.loads(out)["fields"]:
+        if f["source"] != "inert" and f["arch"] == json.loads(out)["arch"]:
+            bound[f["name"]] = f
+    defaults = {n: spec.get("default") for n, spec in fields.items()}
+    values = dict(defaults)
+    for n, spec in fields.items():
+        if "derived" in spec and spec.get("default") is None:
+            try:
+                values[n] = eval(spec["derived"], {"math": math},
+                                 dict(defaults))
+            except Exception as e:  # a note, not an expression
+                values[n] = ("?", str(e))
+    checked = 0
+    for n, spec in fields.items():
+        if n not in bound:
+            continue
+        want = values[n]
+        if isinstance(want, tuple):
+            continue
+        got = bound[n]["value"]
+        checked += 1
+        if not same(got, want):
+            problems.append(f"default of '{n}': archc {json.dumps(got)} "
+                            f"({bound[n]['source']}), transformers "
+                            f"{json.dumps(want)}")
+
+    # 2. Coverage: every field present at its default.
+    full = dict(base)
+    for n, spec in fields.items():
+        v = spec.get("default")
+        if isinstance(v, str) and v in ("inf", "-inf"):
+            continue
+        full[n] = v
+    rc, out, err = run_archc(args.archc, args.arch, full,
+                             ["--allow-unknown-config"])
+    if rc != 0:
+        problems.append("archc refuses the class's fields at their "
+                        "defaults:\n" + err)
+    else:
+        for line in err.splitlines():
+            if "is not a field of" in line:
+                problems.append(line.split("warning: ", 1)[-1])
+        doc = json.loads(out)
+        covered = {f["name"] for f in doc["fields"]}
+        for n in fields:
+            if n not in covered and n not in bound:
+                problems.append(f"field '{n}' of {cls['config_class']} is "
+                                f"neither honoured nor inert")
+
+    status = "ok  " if not problems else "FAIL"
+    print(f"{status} {args.model_type} ({cls['config_class']}): "
+          f"{checked} defaults compared, {len(fields)} fields accounted")
+    for p in problems:
+        print("  " + p)
+    return 0 if not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
