@@ -142,8 +142,10 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
                                "past semantic checks");
     return false;
   }
-  if (!checkConfigClaims(*c.arch, *c.config, opts, *c.configUse, diags))
-    return false;
+  // Binding goes on after a refused claim, so that the fields the family
+  // does not know are named too (a MiniCPM config given to llama.arch).
+  bool claimed =
+      checkConfigClaims(*c.arch, *c.config, opts, *c.configUse, diags);
 
   // The main graph, then each named graph of a package, each its own module
   // with its own pass pipeline.
@@ -196,7 +198,8 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
   }
   // Every graph is evaluated: the keys of config dicts the code read are
   // known, and what is left was not honoured.
-  return checkConfigUsed(*c.arch, *c.config, opts, *c.configUse, diags);
+  return checkConfigUsed(*c.arch, *c.config, opts, *c.configUse, diags) &&
+         claimed;
 }
 
 static bool runPipeline(const Options &opts, Compilation &c, ir::Module &m,

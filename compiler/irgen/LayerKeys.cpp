@@ -44,8 +44,8 @@ public:
     if (const ast::DefDecl *d = def(name))
       return function(d->params, d->body, arch->config);
     static const std::set<std::string> builtins = {
-        "len",  "min", "max", "int", "float", "str", "get",
-        "sqrt", "log", "exp", "pow", "floor", "ceil"};
+        "len",     "min",  "max", "int", "float", "str",   "get", "set",
+        "without", "sqrt", "log", "exp", "pow",   "floor", "ceil"};
     return builtins.count(name) != 0;
   }
 

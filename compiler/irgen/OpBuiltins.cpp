@@ -420,6 +420,15 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
     entries[args[1].value.getString()] = args[2].value;
     return EvalValue::dict(std::move(entries), std::move(origin));
   }
+  if (n == "without") {
+    if (args[0].value.isNone())
+      return EvalValue::none();
+    std::map<std::string, EvalValue> entries = args[0].value.getDict();
+    for (const EvalValue &k : args[1].value.getList())
+      if (k.getKind() == EvalValue::Kind::String)
+        entries.erase(k.getString());
+    return EvalValue::dict(std::move(entries), args[0].value.getDictOrigin());
+  }
   if (n == "sqrt" || n == "log" || n == "exp" || n == "floor" || n == "ceil") {
     auto a = num(0);
     if (!a)

@@ -309,6 +309,7 @@ TEST(CompressedAttention, SetAndModelDtypeBuiltins) {
   std::string arch = R"(
 arch b {
   config {
+    inert torch_dtype
     rope_scaling: dict?
     let scaled = set(rope_scaling, "attention_factor", 1.0)
     let fresh = set(none, "type", "yarn")

@@ -45,11 +45,21 @@ TEST(ConfigBinding, FlatConfigWithAliasesDefaultsAndLets) {
 TEST(ConfigBinding, NestedTextConfigWins) {
   ScratchDir d;
   auto c = compile(d, kSchemaArch,
-                   R"({"hidden_size": 8, "text_config": {"hidden_size": 64,
+                   R"({"text_config": {"hidden_size": 64,
                        "num_attention_heads": 2}})");
   ASSERT_TRUE(c.ok) << c.diagnostics();
   EXPECT_EQ(intInfo(c, "hidden_size"), 64);
   EXPECT_EQ(intInfo(c, "head_dim"), 32);
+  // The top-level key text_config shadows is read by no field: refused.
+  auto shadowed = compile(d, kSchemaArch,
+                          R"({"hidden_size": 8, "text_config": {
+                              "hidden_size": 64, "num_attention_heads": 2}})");
+  EXPECT_FALSE(shadowed.ok);
+  EXPECT_NE(shadowed.diagnostics().find(
+                "config.json:1:2: error: config field 'hidden_size' is not a "
+                "field of 's'"),
+            std::string::npos)
+      << shadowed.diagnostics();
 }
 
 TEST(ConfigBinding, ExplicitNullInOptionalFieldMeansNone) {
@@ -127,9 +137,53 @@ TEST(ConfigBinding, InvalidJsonIsLocated) {
       << c.diagnostics();
 }
 
-TEST(ConfigBinding, UnknownFieldsAreIgnored) {
+TEST(ConfigBinding, UnknownFieldsAreRefusedByName) {
   ScratchDir d;
-  auto c = compile(d, kSchemaArch,
-                   R"({"hidden_size": 64, "heads": 4, "foo": {"bar": [1]}})");
-  EXPECT_TRUE(c.ok) << c.diagnostics();
+  const char *config =
+      R"({"hidden_size": 64, "heads": 4, "foo": {"bar": [1]}})";
+  auto c = compile(d, kSchemaArch, config);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("config.json:1:33: error: config field "
+                                 "'foo' is not a field of 's'"),
+            std::string::npos)
+      << c.diagnostics();
+  // --allow-unknown-config: a warning, and the model.
+  auto allowed = compile(d, kSchemaArch, config, EmitTarget::IR,
+                         {"shape-inference"}, /*allowUnknownConfig=*/true);
+  EXPECT_TRUE(allowed.ok) << allowed.diagnostics();
+  EXPECT_NE(allowed.diagnostics().find("warning: config field 'foo'"),
+            std::string::npos);
+}
+
+TEST(ConfigBinding, DictKeysAreAccountedForAsTheCodeReadsThem) {
+  ScratchDir d;
+  // `scaling` is read whole by no op here: only the key the code reads is
+  // accounted for, a copy made by set() included.
+  const char *arch = R"(
+arch s {
+  config {
+    hidden_size: int
+    scaling: dict?
+    inert "notes.author"
+    let factor = get(set(scaling, "extra", 1), "factor", 1.0)
+  }
+  model(x: f32[batch, seq, 4]) -> (x) {
+  }
+}
+)";
+  auto ok = compile(d, arch,
+                    R"({"hidden_size": 8, "scaling": {"factor": 2.0},
+                        "notes": {"author": "x"}})");
+  EXPECT_TRUE(ok.ok) << ok.diagnostics();
+  auto bad = compile(d, arch,
+                     R"({"hidden_size": 8, "scaling": {"factor": 2.0,
+                         "kind": "linear"}, "notes": {"author": "x",
+                         "date": 1}})");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(bad.diagnostics().find("config field 'scaling.kind'"),
+            std::string::npos)
+      << bad.diagnostics();
+  EXPECT_NE(bad.diagnostics().find("config field 'notes.date'"),
+            std::string::npos)
+      << bad.diagnostics();
 }

@@ -194,6 +194,16 @@ std::vector<Sample> samples() {
       {"ConfigField", config, configKind(K::Field)},
       {"ConfigLet", config, configKind(K::Let)},
       {"ConfigCheck", config, configKind(K::Check)},
+      {"ConfigDirective", "arch a { config { inert x, \"y.z\"\n keep n } }",
+       [](const ast::File &f) {
+         if (f.archs.size() != 1 || f.archs[0]->config.size() != 2)
+           return false;
+         const auto &c = f.archs[0]->config;
+         return c[0].kind == K::Inert &&
+                c[0].names == std::vector<std::string>{"x", "y.z"} &&
+                c[1].kind == K::Keep &&
+                c[1].names == std::vector<std::string>{"n"};
+       }},
       {"UseMember", "arch a { use b as t\n use c }",
        [](const ast::File &f) {
          return f.archs.size() == 1 && f.archs[0]->uses.size() == 2 &&

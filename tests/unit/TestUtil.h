@@ -56,8 +56,10 @@ struct Compiled {
 inline Compiled compile(const ScratchDir &dir, const std::string &arch,
                         const std::string &config,
                         EmitTarget emit = EmitTarget::IR,
-                        std::vector<std::string> passes = {"shape-inference"}) {
+                        std::vector<std::string> passes = {"shape-inference"},
+                        bool allowUnknownConfig = false) {
   Options opts;
+  opts.allowUnknownConfig = allowUnknownConfig;
   opts.input = dir.write("test.arch", arch);
   opts.config = dir.write("config.json", config);
   opts.emit = emit;
