@@ -137,6 +137,9 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
     return false;
   if (!runSema(c.program, c.arch, diags))
     return false;
+  // -emit=config without a config: the family's config schema.
+  if (!c.config && opts.emit == EmitTarget::Config)
+    return true;
   if (!c.config) {
     diags.error(SourceRange(), "--config <config.json> is required to go "
                                "past semantic checks");

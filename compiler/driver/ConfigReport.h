@@ -19,6 +19,14 @@ namespace archc {
 void printBoundConfig(const Compilation &c, const std::string &format,
                       std::ostream &out);
 
+/// Prints the config schema of c.arch (-emit=config without a config): its
+/// claims, every field with its type, default (source text) and declaring
+/// arch, the inert keys (its own, its bases' and those of the archs it
+/// uses) and the checks that refuse values, as a table or as JSON. The
+/// family table of docs/families.md is generated from the JSON.
+void printConfigSchema(const Compilation &c, const std::string &format,
+                       std::ostream &out);
+
 } // namespace archc
 
 #endif // ARCHC_DRIVER_CONFIGREPORT_H

@@ -51,7 +51,10 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
   std::map<std::string, double> storedBytes;
   switch (opts.emit) {
   case EmitTarget::Config:
-    printBoundConfig(c, opts.format, text);
+    if (c.config)
+      printBoundConfig(c, opts.format, text);
+    else
+      printConfigSchema(c, opts.format, text);
     break;
   case EmitTarget::IR: {
     ir::PrintOptions po;

@@ -33,7 +33,9 @@ config.json; its safetensors are the default --weights of -emit=onnx.
 
 Output:
   -emit=config         every config field as bound: value and where it came
-                       from (config.json, a family's default, inert)
+                       from (config.json, a family's default, inert); of an
+                       .arch file without --config, the family's schema
+                       (fields, defaults, inert keys, refused values)
   -emit=ir             typed IR (default), deterministic text
   -emit=weights        the checkpoint's weight tensors (name, shape, dtype)
   -emit=profile        parameters, FLOPs, memory, KV bytes, latency
@@ -516,7 +518,9 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
     fmt::print(stderr, "archc: error: no input .arch file (see --help)\n");
     return false;
   }
-  if (o.config.empty() && !o.verifyDiagnostics) {
+  // -emit=config of an .arch file alone prints the family's config schema.
+  if (o.config.empty() && !o.verifyDiagnostics &&
+      !(o.emit == EmitTarget::Config && !o.input.empty())) {
     fmt::print(stderr, "archc: error: --config <config.json> is required\n");
     return false;
   }
