@@ -136,7 +136,9 @@ void printConfigSchema(const Compilation &c, const std::string &format,
       else if (e->value)
         f["default"] = rangeText(c.sourceMgr, e->value->getRange());
       else
-        f["default"] = e->type && e->type->optional ? "none" : nullptr;
+        f["default"] = e->type && e->type->optional
+                           ? nlohmann::ordered_json("none")
+                           : nlohmann::ordered_json(nullptr);
       f["aliases"] = e->aliases;
       f["declared_by"] = owner ? owner->name : "";
       fields.push_back(std::move(f));
@@ -151,15 +153,12 @@ void printConfigSchema(const Compilation &c, const std::string &format,
   doc["fields"] = std::move(fields);
   std::vector<const ast::ArchDecl *> used;
   collectUsed(c.program, arch, used);
-  nlohmann::ordered_json inert = arch.allInert;
-  nlohmann::ordered_json uses = nlohmann::ordered_json::array();
-  for (const ast::ArchDecl *u : used) {
-    uses.push_back(u->name);
-    for (const std::string &n : u->allInert)
-      inert.push_back(n);
-  }
+  doc["inert"] = arch.allInert;
+  nlohmann::ordered_json uses = nlohmann::ordered_json::object();
+  for (const ast::ArchDecl *u : used)
+    uses[u->name] = u->allInert;
+  // The archs it uses and their inert keys (pretrained: PreTrainedConfig's).
   doc["uses"] = std::move(uses);
-  doc["inert"] = std::move(inert);
   doc["refused"] = std::move(refused);
   if (format == "json") {
     out << doc.dump(2) << "\n";
@@ -177,6 +176,8 @@ void printConfigSchema(const Compilation &c, const std::string &format,
         f["declared_by"].get<std::string>());
   for (const auto &n : doc["inert"])
     out << "inert  " << n.get<std::string>() << "\n";
+  for (const auto &[name, keys] : doc["uses"].items())
+    out << fmt::format("uses   {} ({} inert keys)\n", name, keys.size());
   for (const auto &r : doc["refused"])
     out << "check  " << r["message"].get<std::string>() << "\n";
 }
