@@ -153,22 +153,31 @@ def _check_keys(cfg, family):
         raise ValueError(f"architectures[0] {archs[0]!r} is not {FAMILIES[family]}")
 
 
-def _rope(cfg, head_dim, theta_default):
-    """A hf_reference.Rope from rope_parameters / rope_scaling + rope_theta (full rotary)."""
+def _rope(cfg, head_dim, theta_default, bamba=False):
+    """A hf_reference.Rope from rope_parameters / rope_scaling + rope_theta (full rotary).
+
+    bamba: BambaConfig forces partial_rotary_factor 0.5 into the rope dict (when it has none);
+    BambaRotaryEmbedding's default RoPE ignores it (whole heads), the other types rotate that
+    fraction (transformers 5.16)."""
     src = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
     if cfg.get("rope_parameters") and cfg.get("rope_scaling"):
         raise ValueError("both rope_parameters and rope_scaling given")
     rp = dict(src)
-    if float(rp.pop("partial_rotary_factor", 1.0)) != 1.0:
-        raise ValueError("a partial_rotary_factor inside rope_parameters is not supported (ambiguous across HF "
-                         "versions for these families)")
     if "type" in rp and "rope_type" not in rp:
         rp["rope_type"] = rp.pop("type")
     rp.setdefault("rope_type", "default")
+    partial = float(rp.pop("partial_rotary_factor", 0.5 if bamba else 1.0))
+    if bamba and rp["rope_type"] == "default":
+        partial = 1.0
+    if partial != 1.0 and not bamba:
+        raise ValueError("a partial_rotary_factor inside rope_parameters is not supported (ambiguous across HF "
+                         "versions for these families)")
     theta = cfg.get("rope_theta", cfg.get("theta"))
     rp.setdefault("rope_theta", theta_default if theta is None else theta)
     rp = ref._rope_parameters({"rope_parameters": rp, "rope_theta": rp["rope_theta"],
                                "max_position_embeddings": cfg.get("max_position_embeddings")}, "llama")
+    if partial != 1.0:
+        rp = dict(rp, partial_rotary_factor=partial)
     return ref.Rope(rp, head_dim, cfg.get("max_position_embeddings"))
 
 
@@ -306,7 +315,8 @@ def _spec(cfg, family):
         if family in ("jamba", "granitemoehybrid") and cfg.get("head_dim") is not None:
             raise ValueError(f"{family}: an explicit head_dim is not read by HF")
     s.n_heads = _pos(cfg, "num_attention_heads", 32)
-    s.n_kv = cfg.get("num_key_value_heads") or s.n_heads
+    # BambaConfig, FalconH1Config and JambaConfig default to 8 key/value heads (None: all heads).
+    s.n_kv = cfg.get("num_key_value_heads", 8 if family in ("bamba", "falcon_h1", "jamba") else None) or s.n_heads
     if s.n_heads % s.n_kv:
         raise ValueError("num_attention_heads not divisible by num_key_value_heads")
     L = s.n_layers
@@ -371,7 +381,7 @@ def _spec(cfg, family):
         s.m2 = _mamba2_opts(*common, bool(cfg.get("mamba_proj_bias", False)), "full", dt_lo=lo, dt_hi=hi)
         idx = cfg.get("attn_layer_indices") or []
         s.kinds = ["attention" if i in idx else "mamba" for i in range(L)]
-        s.rope = _rope(cfg, s.head_dim, 10000.0)
+        s.rope = _rope(cfg, s.head_dim, 10000.0, bamba=True)
         s.inter = _pos(cfg, "intermediate_size", 14336)
         for k in ("attention_bias", "mlp_bias"):
             if cfg.get(k):
