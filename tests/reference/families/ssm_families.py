@@ -372,7 +372,7 @@ def _spec(cfg, family):
         inner = _pos(cfg, "mamba_expand", 2) * D
     hd = cfg.get("mamba_d_head", "auto")
     hd = inner // heads if hd == "auto" else hd
-    lo, hi = _dt_limit(cfg) if family != "granitemoehybrid" else (None, None)
+    lo, hi = _dt_limit(cfg)
     groups = _pos(cfg, "mamba_n_groups", 1)
     common = (inner, heads, hd, groups, _pos(cfg, "mamba_d_state", 256), _pos(cfg, "mamba_d_conv", 4), s.act,
               _pos(cfg, "mamba_chunk_size", 256), s.eps, bool(cfg.get("mamba_conv_bias", True)),
