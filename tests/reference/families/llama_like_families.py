@@ -19,7 +19,7 @@ Covered (HF semantics), per family:
 * helium: RoPE on interleaved pairs (rotate_half over x[0::2], x[1::2], cos/sin repeat_interleave'd), q/k/v
   biases per attention_bias and an o_proj without bias (hidden_size x hidden_size), mlp_bias.
 * ministral: Qwen2's layer without q/k/v biases; layer_types (default all sliding when sliding_window is set),
-  rope_parameters flat or keyed by layer type.
+  one flat rope_parameters (HF raises on a dict keyed by layer type).
 * arcee: non-gated MLP down(act(up(x))) (relu2 default), mlp_bias, attention_bias.
 * seed_oss: q/k/v biases per attention_bias, o_proj bias per attention_out_bias, head_dim (128; null ->
   hidden_size / heads), num_key_value_heads (8; null -> heads), mlp_bias.
@@ -334,7 +334,9 @@ def _spec(cfg, family):
         sliding = [t == "sliding_attention" for t in lt]
         rp = cfg.get("rope_parameters") or {}
         if "full_attention" in rp or "sliding_attention" in rp:
-            per_type_rope = "ministral"
+            # One Qwen2RotaryEmbedding reads rope_parameters["rope_type"]: a dict keyed by layer type
+            # (standardize_rope_params' per-layer form) raises KeyError in HF.
+            raise ValueError("ministral: rope_parameters keyed by layer type is not run by HF")
     elif family == "arcee":
         s.mlp = "plain"
     elif family == "seed_oss":
@@ -398,11 +400,7 @@ def _spec(cfg, family):
     s.act = None if s.mlp == "xielu" else _act(s.act_name)
 
     src = _rope_source(cfg, d["theta"], rope_default)
-    if per_type_rope == "ministral":
-        rp = cfg["rope_parameters"]
-        ropes = {t: _make_rope(dict(rp[t]), s.head_dim, max_pos) for t in ("full_attention", "sliding_attention")}
-        s.ropes = [ropes["sliding_attention" if sliding[i] else "full_attention"] for i in range(L)]
-    elif per_type_rope == "olmo3":
+    if per_type_rope == "olmo3":
         full = _make_rope(src, s.head_dim, max_pos)
         plain = _make_rope({"rope_type": "default", "rope_theta": src["rope_theta"]}, s.head_dim, max_pos)
         s.ropes = [plain if sliding[i] else full for i in range(L)]
