@@ -216,12 +216,12 @@ def _mamba2_opts(inner, heads, head_dim, groups, state, kernel, act, chunk, eps,
 
 
 def _layer_kinds_nemotron(cfg):
-    types = cfg.get("layers_block_type", cfg.get("layer_types"))
+    types = cfg.get("layers_block_type")
     if types is None:
         pattern = cfg.get("hybrid_override_pattern")
         chars = {"M": "mamba", "E": "moe", "*": "attention", "-": "mlp"}
-        if pattern is None:
-            return ["mamba", "moe", "attention", "mlp"]
+        if pattern is None:  # NemotronHConfig's default
+            return ["mamba", "moe", "attention", "moe"]
         if any(c not in chars for c in pattern):
             raise ValueError(f"hybrid_override_pattern {pattern!r}: only M, E, *, -")
         return [chars[c] for c in pattern]
@@ -315,8 +315,8 @@ def _spec(cfg, family):
         if family in ("jamba", "granitemoehybrid") and cfg.get("head_dim") is not None:
             raise ValueError(f"{family}: an explicit head_dim is not read by HF")
     s.n_heads = _pos(cfg, "num_attention_heads", 32)
-    # BambaConfig, FalconH1Config and JambaConfig default to 8 key/value heads (None: all heads).
-    s.n_kv = cfg.get("num_key_value_heads", 8 if family in ("bamba", "falcon_h1", "jamba") else None) or s.n_heads
+    # BambaConfig, FalconH1Config, JambaConfig and NemotronHConfig default to 8 key/value heads (None: all heads).
+    s.n_kv = cfg.get("num_key_value_heads", 8 if family in ("bamba", "falcon_h1", "jamba", "nemotron_h") else None) or s.n_heads
     if s.n_heads % s.n_kv:
         raise ValueError("num_attention_heads not divisible by num_key_value_heads")
     L = s.n_layers
