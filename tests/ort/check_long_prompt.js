@@ -29,8 +29,8 @@ const ones = (n) => new Array(n).fill(1);
 
 async function main() {
   if (!fs.existsSync(path.join(a.case, 'model.safetensors'))) {
-    console.log(`SKIP: fixture ${a.case} not found (../shared/hf-golden absent)`);
-    process.exit(77);
+    console.log(`FAIL: fixture ${a.case} not found (../shared/hf-golden absent)`);
+    process.exit(1);
   }
   fs.mkdirSync(a.work, { recursive: true });
   const model = path.join(a.work, 'model.onnx');

@@ -66,7 +66,7 @@ async function main() {
   const args = parseArgs();
   fs.mkdirSync(path.join(args.work, 'single'), { recursive: true });
   const extra = args.opts ? args.opts.split(' ').filter((s) => s) : [];
-  const emit = (out, more) => execFileSync(args.archc, [args.arch, '--config', args.config,
+  const emit = (out, more) => execFileSync(args.archc, [...(args.arch && args.arch !== 'auto' ? [args.arch] : []), '--config', args.config,
     '-emit=onnx', '--weights', args.weights, '-o', out, ...extra, ...more],
   { stdio: ['ignore', 'inherit', 'inherit'] });
   const kvModel = args.model || path.join(args.work, 'model.onnx');
@@ -84,7 +84,7 @@ async function main() {
     if (args['corr-opts'] !== undefined) {
       const corrModel = path.join(args.work, 'corr', 'model.onnx');
       fs.mkdirSync(path.dirname(corrModel), { recursive: true });
-      execFileSync(args.archc, [args.arch, '--config', args.config, '-emit=onnx', '--weights', args.weights,
+      execFileSync(args.archc, [...(args.arch && args.arch !== 'auto' ? [args.arch] : []), '--config', args.config, '-emit=onnx', '--weights', args.weights,
         '-o', corrModel, ...args['corr-opts'].split(' ').filter((x) => x)], { stdio: ['ignore', 'inherit', 'inherit'] });
       corrDec = await Decoder.load(corrModel);
     }

@@ -65,8 +65,8 @@ function rowsOf(t, lo, hi) {
 async function main() {
   const args = parseArgs();
   if (!fs.existsSync(path.join(args.case, 'expected.safetensors'))) {
-    console.log(`SKIP: fixture ${args.case} not found (../shared/hf-golden-vlm absent)`);
-    process.exit(77);
+    console.log(`FAIL: fixture ${args.case} not found (../shared/hf-golden-vlm absent)`);
+    process.exit(1);
   }
   const half = args.dtype === 'f16';
   const relTol = half ? Number(args['rel-tol']) : 1e-4;

@@ -24,7 +24,8 @@ model_q4.onnx) beside the float model, config.json the chunk count of each model
 genai_config.json the onnxruntime-genai graph of FILE; steps 2-4 then run on the folder's files (ONNX Runtime on the
 onnxruntime-genai graph, without the single-pass check), and with --tjs DTYPE transformers.js loads the folder with
 that dtype and its generate() must give the reference's greedy ids (../transformersjs/check_quant_folder.mjs).
-Exit 0 pass, 1 fail, 77 when the case directory is absent.
+--arch auto / --family auto: the bundled family matching the case's architectures[0], and the reference family
+registered for it. Exit 0 pass, 1 fail (an absent case directory too).
 """
 import argparse
 import json
@@ -290,8 +291,12 @@ def main():
     ap.add_argument("--tjs", metavar="DTYPE", help="with --folder: transformers.js loads the folder with this dtype")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(a.case, "expected.safetensors")):
-        print(f"SKIP: case {a.case} not found")
-        return 77
+        print(f"FAIL: case {a.case} not found")
+        return 1
+    # "auto": the bundled family archc picks for the case's class, the
+    # reference family registered for it.
+    a.family = ref.case_family(a.case, a.family)
+    arch_args = [] if a.arch == "auto" else [a.arch]
     name = os.path.basename(os.path.normpath(a.work))
     os.makedirs(a.work, exist_ok=True)
     with open(os.path.join(a.case, "config.json")) as f:
@@ -306,7 +311,7 @@ def main():
     else:
         model = os.path.join(a.work, "emit", "model.onnx")
         os.makedirs(os.path.dirname(model), exist_ok=True)
-        subprocess.run([a.archc, a.arch, "--config", os.path.join(a.case, "config.json"), "-emit=onnx", "--weights",
+        subprocess.run([a.archc, *arch_args, "--config", os.path.join(a.case, "config.json"), "-emit=onnx", "--weights",
                         os.path.join(a.case, "model.safetensors"), "-o", model, "--no-genai-config"] + opts,
                        check=True)
 

@@ -719,8 +719,27 @@ class CoreModel(GreedyMixin):
         return self._forward_llama_like(ids, positions)
 
 
+def family_for_class(cls):
+    """The reference family implementing the Hugging Face class `cls`."""
+    found = [fam for fam, c in HF_CLASS.items() if c == cls]
+    if len(found) != 1:
+        raise ValueError(f"the reference implements no family for {cls}"
+                         if not found else
+                         f"{cls} is implemented by {found}: name one")
+    return found[0]
+
+
+def case_family(case_dir, family="auto"):
+    """`family`, or with "auto" the one of the case's architectures[0]."""
+    if family != "auto":
+        return family
+    with open(f"{case_dir}/config.json") as f:
+        return family_for_class(json.load(f)["architectures"][0])
+
+
 def load_case(case_dir, family):
     """Model for a case directory (config.json + model.safetensors)."""
+    family = case_family(case_dir, family)
     with open(f"{case_dir}/config.json") as f:
         cfg = json.load(f)
     weights, _ = read_safetensors(f"{case_dir}/model.safetensors")

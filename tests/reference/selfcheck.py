@@ -5,7 +5,8 @@
 
 Runs hf_reference on the fixture's config.json + model.safetensors and compares with what HF transformers
 computed (expected.safetensors): prefill logits within tol = 1e-4 * max(1, max|expected logits|), the 8
-greedy ids exactly, the greedy step logits within tol. Exit 0 pass, 1 fail, 77 fixture absent.
+greedy ids exactly, the greedy step logits within tol. FAMILY "auto": the reference family registered for the
+fixture's architectures[0] (hf_reference.family_for_class). Exit 0 pass, 1 fail (a missing fixture too).
 """
 import os
 import sys
@@ -20,8 +21,8 @@ import hf_reference as ref  # noqa: E402
 def main(case_dir, family):
     name = os.path.basename(os.path.normpath(case_dir))
     if not os.path.exists(os.path.join(case_dir, "expected.safetensors")):
-        print(f"SKIP: fixture {case_dir} not found")
-        return 77
+        print(f"FAIL: fixture {case_dir} not found")
+        return 1
     exp, meta = ref.read_safetensors(os.path.join(case_dir, "expected.safetensors"))
     model = ref.load_case(case_dir, family)
     tol = 1e-4 * max(1.0, float(np.abs(exp["logits"]).max()))

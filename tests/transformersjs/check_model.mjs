@@ -10,13 +10,18 @@
 // chunk names and counts of config.json are exercised) and the float16 one
 // (onnx/model_fp16.onnx in the same folder). In float16 a greedy token is
 // compared only up to the first step where HF's own top-1/top-2 gap is within
-// twice the half-precision tolerance (2e-2 x max|logit|, as tests/ort's
-// check_dtype.js): past a legitimate near-tie the sequences may part.
+// twice the family's half-precision bound (tests/ort/f16_bounds.json, the
+// rule of tests/ort/check_dtype.js): past a legitimate near-tie the
+// sequences may part.
 //
-// Usage: check_model.mjs --archc BIN --case DIR --work DIR
-// Exit 0 = pass, 1 = fail, 77 = skipped (fixture absent, family not bundled,
-// model type transformers.js has no class for, or a model archc reports that
-// transformers.js cannot run; the reason is printed).
+// Usage: check_model.mjs --archc BIN --case DIR --work DIR [--skips FILE]
+// Exit 0 = pass, 1 = fail, 77 = skipped. A case is skipped only when FILE
+// (tests/skips.txt) lists its model type AND transformers.js itself confirms
+// the listed fact: `no-class` (AutoModelForCausalLM has no class for the
+// model type) or `cache-names` (loading and generating fail because
+// transformers.js feeds the model's state under names archc's folder does
+// not use). A listed fact that no longer holds fails, as does a model type
+// transformers.js has no class for that is not listed.
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -29,8 +34,34 @@ const { readSafetensors } = require('../ort/lib/safetensors.js');
 env.allowRemoteModels = false;
 env.allowLocalModels = true;
 
-const REL_TOL_F16 = 2e-2;
 const CHUNK_BYTES = 131072; // several external data files per model
+
+/// The family's half-precision bound (portable graph), as check_dtype.js.
+function f16Bound(cls) {
+  const file = path.join(path.dirname(new URL(import.meta.url).pathname), '..', 'ort', 'f16_bounds.json');
+  const b = JSON.parse(fs.readFileSync(file, 'utf8')).bounds[cls];
+  if (!b) {
+    console.log(`FAIL: ${file} has no half-precision bound for ${cls}`);
+    process.exit(1);
+  }
+  return b.portable;
+}
+
+/// tests/skips.txt: `tjs MODEL_TYPE FACT reason...` lines.
+function listedSkips(file) {
+  const out = new Map();
+  if (!file) return out;
+  for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
+    const m = line.match(/^tjs\s+(\S+)\s+(no-class|cache-names)\s+(.*)$/);
+    if (m) out.set(m[1], { fact: m[2], reason: m[3] });
+  }
+  return out;
+}
+
+function fail(why) {
+  console.log(`FAIL: ${why}`);
+  process.exit(1);
+}
 
 function parseArgs() {
   const a = {};
@@ -88,29 +119,35 @@ async function main() {
   const args = parseArgs();
   const name = path.basename(args.case);
   if (!fs.existsSync(path.join(args.case, 'expected.safetensors')))
-    skip(`fixture ${args.case} not found (../shared/hf-golden absent)`);
+    fail(`fixture ${args.case} not found (../shared/hf-golden absent)`);
+  const skips = listedSkips(args.skips);
   fs.rmSync(args.work, { recursive: true, force: true });
   fs.mkdirSync(args.work, { recursive: true });
   const out = path.join(args.work, 'model');
   const arch = architectureOf(args.case);
   const bundled = spawnSync(args.archc, ['--list-archs'], { encoding: 'utf8' }).stdout;
   if (!new RegExp(`[ ,]${arch}(,|$)`, 'm').test(bundled))
-    skip(`${name}: no bundled family matches ${arch} yet`);
+    fail(`${name}: no bundled family matches ${arch}`);
 
   const notes = emitCapture(args, out, [`--data-chunk-size=${CHUNK_BYTES}`]);
   const cfg = JSON.parse(fs.readFileSync(path.join(out, 'config.json'), 'utf8'));
   const cannot = notes.match(/transformers\.js cannot run this model \((.*)\)/);
+  const listed = skips.get(cfg.model_type);
   // transformers.js's own registry decides which model types it has a
-  // class for; archc's note must agree with it.
+  // class for; archc's note must agree with it, and the skip list too.
   if (!AutoModelForCausalLM.supports(cfg.model_type)) {
-    if (!cannot) {
-      console.log(`FAIL ${name}: transformers.js has no class for '${cfg.model_type}' but archc did not say so`);
-      process.exit(1);
-    }
-    skip(`${name}: transformers.js 4.3.1 has no causal-LM class for model_type '${cfg.model_type}'`);
+    if (!cannot)
+      fail(`${name}: transformers.js has no class for '${cfg.model_type}' but archc did not say so`);
+    if (!listed || listed.fact !== 'no-class')
+      fail(`${name}: transformers.js has no causal-LM class for model_type '${cfg.model_type}'; ` +
+        'list it in tests/skips.txt (tjs MODEL_TYPE no-class reason) if that is the fact');
+    skip(`${name}: transformers.js has no causal-LM class for model_type '${cfg.model_type}' (${listed.reason})`);
   }
-  if (cannot) skip(`${name}: archc reports that ${cannot[1]}`);
+  if (listed && listed.fact === 'no-class')
+    fail(`${name}: tests/skips.txt says transformers.js has no class for '${cfg.model_type}', but it has one: ` +
+      'remove the line');
   emitCapture(args, out, ['--dtype=f16']);
+  const REL_TOL_F16 = f16Bound(arch);
 
   const chunks = cfg['transformers.js_config']?.use_external_data_format?.['model.onnx'] ?? 0;
 
@@ -145,6 +182,24 @@ async function main() {
     console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} ${dtype} ${label}: got [${got}] want [${expect}]${note}`);
     if (!ok) failures.push(`${dtype} ${label}`);
   };
+
+  // A listed `cache-names` case: transformers.js must fail on the state's
+  // names (the confirmed fact), else the line is stale.
+  if (listed && listed.fact === 'cache-names') {
+    try {
+      const model = await AutoModelForCausalLM.from_pretrained(out, { local_files_only: true, dtype: 'fp32', device: 'cpu' });
+      await generate(model, [prompt], [prompt.map(() => 1)], 1);
+      await model.dispose();
+    } catch (e) {
+      const msg = String(e.message || e);
+      if (/Missing the following inputs/.test(msg))
+        skip(`${name}: transformers.js feeds this model's state under its own names (${msg.slice(0, 160)}); ${listed.reason}`);
+      throw e;
+    }
+    fail(`${name}: tests/skips.txt lists '${cfg.model_type}' (cache-names), but transformers.js runs the folder: remove the line`);
+  }
+  if (cannot)
+    fail(`${name}: archc says transformers.js cannot run this model (${cannot[1]}), but it is not a listed skip`);
 
   for (const dtype of ['fp32', 'fp16']) {
     const model = await AutoModelForCausalLM.from_pretrained(out, { local_files_only: true, dtype, device: 'cpu' });

@@ -95,7 +95,7 @@ def main():
     case = sys.argv[1]
     if not os.path.exists(os.path.join(case, "expected.safetensors")):
         print(f"SKIP: {case} not found")
-        sys.exit(77)
+        sys.exit(1)
     ref = evaluate(case)
     exp, _ = vr.read_safetensors(os.path.join(case, "expected.safetensors"))
     name = os.path.basename(case.rstrip("/"))

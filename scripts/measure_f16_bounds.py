@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""Measures the half-precision error of every Hugging Face fixture and
+writes tests/ort/f16_bounds.json, the per-family bounds tests/ort/
+check_dtype.js holds the --dtype=f16 models to.
+
+  measure_f16_bounds.py ARCHC [--shared ../shared] [--out FILE] [--work DIR]
+
+For each fixture of ../shared/hf-golden and each target (portable, ort),
+check_dtype.js --measure reports max|f16 - HF f32| over the prefill logits
+and the cached greedy steps, relative to max(1, max|logit|). A family's bound
+is HEADROOM times the largest over its fixtures, rounded up to two
+significant digits: the measured error is a property of half precision on
+the family's graph (11-bit significands accumulating over the layers), and
+the headroom allows for another CPU or ONNX Runtime build rounding
+differently. The file records each fixture's measurement, so a reviewer can
+see what every bound rests on.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import subprocess
+import sys
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
+HEADROOM = 2.0
+
+
+def round_up(x):
+    if x <= 0:
+        return 1e-6
+    e = math.floor(math.log10(x)) - 1
+    return math.ceil(x / 10 ** e) * 10 ** e
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("archc")
+    ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "ort",
+                                                  "f16_bounds.json"))
+    ap.add_argument("--work", default="/tmp/archc-f16-bounds")
+    args = ap.parse_args()
+    cases = sorted(glob.glob(os.path.join(args.shared, "hf-golden", "*",
+                                          "expected.safetensors")))
+    measured = []
+    for exp in cases:
+        case = os.path.dirname(exp)
+        for target in ("portable", "ort"):
+            cmd = ["node", os.path.join(ROOT, "tests", "ort", "check_dtype.js"),
+                   "--archc", args.archc, "--case", case, "--dtype", "f16",
+                   "--target", target, "--measure", "--work",
+                   os.path.join(args.work, target, os.path.basename(case))]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+            if r.returncode != 0 or not line.startswith("{"):
+                sys.exit(f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
+            m = json.loads(line)
+            measured.append(m)
+            print(f"{m['case']:40s} {target:8s} {m['relative_error']:.3e}"
+                  f" gap {m['first_gap']:.3e}"
+                  f"{'' if m['tokens_equal'] else '  tokens differ'}")
+    bounds = {}
+    for m in measured:
+        b = bounds.setdefault(m["class"], {})
+        b[m["target"]] = max(b.get(m["target"], 0.0), m["relative_error"])
+    for cls, b in bounds.items():
+        for t in b:
+            b[t] = round_up(HEADROOM * b[t])
+    doc = {
+        "about": "Half-precision bounds of tests/ort/check_dtype.js, per "
+                 "architectures[0] class and target: relative to max(1, "
+                 "max|logit|) of a fixture, %g x the largest error measured "
+                 "over the family's fixtures (scripts/measure_f16_bounds.py)."
+                 % HEADROOM,
+        "bounds": dict(sorted(bounds.items())),
+        "measured": measured,
+    }
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
