@@ -153,8 +153,12 @@ ModelFacts computeModelFacts(const ir::Module &m) {
   ModelFacts f;
   for (const ir::WeightDecl &w : m.weights) {
     int64_t n = staticElements(w.type) * w.count();
-    f.params += n;
     f.weightTensors += w.count();
+    if (w.buffer) { // a checkpoint tensor, not a parameter
+      f.bufferElements += n;
+      continue;
+    }
+    f.params += n;
     if (w.experts || w.stackedExperts)
       f.expertParams += n;
   }

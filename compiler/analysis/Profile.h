@@ -89,7 +89,11 @@ struct MoeFacts {
 /// Static facts of the model.
 struct ModelFacts {
   int64_t params = 0; ///< every weight element, tied tensors once
+  /// Elements of the checkpoint tensors declared as buffers (not params).
+  int64_t bufferElements = 0;
   int64_t weightTensors = 0;
+  /// Elements of every checkpoint tensor: params and buffers.
+  int64_t weightElements() const { return params + bufferElements; }
   int64_t expertParams = 0; ///< params inside routed experts
   std::vector<MoeFacts> moe;
   std::vector<StateFacts> states;

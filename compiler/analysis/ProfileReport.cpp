@@ -38,7 +38,7 @@ std::map<std::string, int64_t> groupParams(const ir::Module &m) {
   std::map<std::string, int64_t> out;
   auto elems = [&](const std::string &pattern) -> int64_t {
     const ir::WeightDecl *w = m.findWeight(pattern);
-    if (!w)
+    if (!w || w->buffer) // buffers are not parameters
       return 0;
     int64_t n = w->type.numElements().getConstant().value_or(0);
     return w->experts ? n * w->experts : n;
@@ -372,10 +372,10 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
       {"expert_params", facts.expertParams},
       {"layers", facts.layers},
       {"hidden", facts.hidden},
-      {"weight_bytes",
-       facts.storedWeightBytes > 0
-           ? facts.storedWeightBytes
-           : static_cast<double>(facts.params) * rt.effectiveWeightBits() / 8},
+      {"weight_bytes", facts.storedWeightBytes > 0
+                           ? facts.storedWeightBytes
+                           : static_cast<double>(facts.weightElements()) *
+                                 rt.effectiveWeightBits() / 8},
       {"kv_bytes_per_token", facts.kvBytesPerToken(rt.kvBits)},
       {"state_bytes_per_sequence", facts.stateBytesPerSequence(rt.kvBits)}};
   json states = json::array();

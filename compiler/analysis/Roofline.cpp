@@ -56,9 +56,10 @@ PhaseTiming timePhase(const std::vector<OpProfile> &ops, const ModelFacts &f,
   }
   double tokens = static_cast<double>(p.batch * p.seq);
   r.tokensPerSecond = r.time > 0 ? tokens / r.time : 0;
-  double weights = f.storedWeightBytes > 0 ? f.storedWeightBytes
-                                           : static_cast<double>(f.params) *
-                                                 rt.effectiveWeightBits() / 8;
+  double weights = f.storedWeightBytes > 0
+                       ? f.storedWeightBytes
+                       : static_cast<double>(f.weightElements()) *
+                             rt.effectiveWeightBits() / 8;
   double kv = f.kvBytes(p.past + p.seq, p.batch, rt.kvBits);
   r.memoryNeeded = (weights + kv) / tp;
   r.fits = r.memoryNeeded <= d.memoryGB * 1e9;

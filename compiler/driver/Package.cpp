@@ -32,6 +32,7 @@ std::unique_ptr<ir::Module> packageWeights(const Compilation &c) {
           ir::WeightDecl one;
           one.pattern = name;
           one.type = w.type;
+          one.buffer = w.buffer;
           one.loc = w.loc;
           all->weights.push_back(std::move(one));
         }

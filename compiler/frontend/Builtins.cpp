@@ -89,9 +89,11 @@ const std::vector<BuiltinSignature> &opTable() {
 const std::vector<BuiltinSignature> &functionTable() {
   static const std::vector<BuiltinSignature> table = {
       {"param",
-       {req("name", "string"), req("shape", "list"), opt("dtype", "string?")},
+       {req("name", "string"), req("shape", "list"), opt("dtype", "string?"),
+        opt("buffer", "bool?")},
        false,
-       "declares a checkpoint weight under the current name scope"},
+       "declares a checkpoint weight under the current name scope (buffer: "
+       "a checkpoint tensor that is not a parameter)"},
       {"len", {req("x", "any")}, false, "length of a list, dict or string"},
       {"min", {req("a", "any"), req("b", "any")}, false, "smaller number"},
       {"max", {req("a", "any"), req("b", "any")}, false, "larger number"},

@@ -271,6 +271,10 @@ struct WeightDecl {
   /// Declared with an explicit dtype (e.g. float32 state weights that
   /// Hugging Face keeps in fp32): never quantized.
   bool pinnedDType = false;
+  /// A checkpoint tensor that is not a parameter (a registered buffer in
+  /// Hugging Face, such as xIELU's beta and eps): listed with the weights,
+  /// not counted in the parameter totals.
+  bool buffer = false;
   SourceRange loc;
 
   /// Number of tensors this declaration stands for.

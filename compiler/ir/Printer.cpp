@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -159,6 +160,14 @@ public:
   unsigned next = 0;
 };
 
+/// ", N buffer elements" when some checkpoint tensors are buffers.
+std::string bufferNote(const SymExpr &buffers) {
+  std::optional<int64_t> n = buffers.getConstant();
+  if (n && *n == 0)
+    return "";
+  return ", " + buffers.str() + " buffer elements";
+}
+
 std::string weightIndexSet(const WeightDecl &w) {
   std::vector<std::string> parts;
   if (!w.layers.empty())
@@ -182,15 +191,16 @@ void printModule(const Module &m, std::ostream &os, const PrintOptions &opts) {
      << ", source = " << quoteString(m.sourceFile) << "} {\n";
   if (opts.printWeights) {
     int64_t tensors = 0;
-    SymExpr elements(0);
+    SymExpr elements(0), buffers(0);
     for (const WeightDecl &w : m.weights) {
       os << "  weight " << quoteString(w.pattern) << weightIndexSet(w) << " : "
-         << w.type.str() << "\n";
+         << w.type.str() << (w.buffer ? " buffer" : "") << "\n";
       tensors += w.count();
-      elements = elements + w.type.numElements() * SymExpr(w.count());
+      SymExpr &sum = w.buffer ? buffers : elements;
+      sum = sum + w.type.numElements() * SymExpr(w.count());
     }
     os << "  // " << tensors << " weight tensors, " << elements.str()
-       << " parameters\n";
+       << " parameters" << bufferNote(buffers) << "\n";
   }
   ModulePrinter p(os, opts);
   const Graph &g = m.graph;
@@ -241,7 +251,7 @@ std::string printOp(const Op &op) {
 void printWeightList(const Module &m, std::ostream &os) {
   // One line per checkpoint tensor, sorted by name as safetensors headers are.
   std::vector<std::pair<std::string, std::string>> lines;
-  SymExpr elements(0);
+  SymExpr elements(0), buffers(0);
   for (const WeightDecl &w : m.weights) {
     std::vector<int64_t> layers =
         w.layers.empty() ? std::vector<int64_t>{-1} : w.layers;
@@ -252,13 +262,14 @@ void printWeightList(const Module &m, std::ostream &os) {
     for (int64_t l : layers)
       for (int64_t e = 0; e < std::max<int64_t>(w.experts, 1); ++e)
         lines.emplace_back(w.instantiate(l, w.experts ? e : -1), rest);
-    elements = elements + w.type.numElements() * SymExpr(w.count());
+    SymExpr &sum = w.buffer ? buffers : elements;
+    sum = sum + w.type.numElements() * SymExpr(w.count());
   }
   std::sort(lines.begin(), lines.end());
   for (auto &[name, rest] : lines)
     os << name << rest << "\n";
-  os << "// " << lines.size() << " tensors, " << elements.str()
-     << " parameters\n";
+  os << "// " << lines.size() << " tensors, " << elements.str() << " parameters"
+     << bufferNote(buffers) << "\n";
 }
 
 } // namespace archc::ir

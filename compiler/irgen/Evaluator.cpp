@@ -76,7 +76,7 @@ std::string Evaluator::currentScope() const {
 EvalValue Evaluator::declareParam(const std::string &name,
                                   const std::vector<EvalValue> &shape,
                                   ir::DType dtype, SourceRange range,
-                                  bool pinnedDType) {
+                                  bool pinnedDType, bool buffer) {
   std::string prefix = currentScope();
   std::string pattern = prefix.empty() ? name : prefix + "." + name;
   if (name.empty()) {
@@ -162,6 +162,7 @@ EvalValue Evaluator::declareParam(const std::string &name,
   if (hasLayer)
     module.weights[declIndex].layers.push_back(*layer);
   module.weights[declIndex].pinnedDType |= pinnedDType;
+  module.weights[declIndex].buffer |= buffer;
   ir::Op *op = createOp(OpKind::Param, {}, range);
   op->setAttr("name", pattern);
   op->getResult()->type = type;

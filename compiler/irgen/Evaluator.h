@@ -168,7 +168,8 @@ private:
   ir::Value *constant(double value, SourceRange range);
   EvalValue declareParam(const std::string &name,
                          const std::vector<EvalValue> &shape, ir::DType dtype,
-                         SourceRange range, bool pinnedDType = false);
+                         SourceRange range, bool pinnedDType = false,
+                         bool buffer = false);
   /// Converts an `op.*` argument to its schema attribute type; reports at
   /// the argument and returns nullopt when it does not convert.
   std::optional<ir::Attr> toTypedAttr(const ir::OpSchema &s,

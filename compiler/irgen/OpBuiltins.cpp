@@ -336,8 +336,11 @@ EvalValue Evaluator::callFunctionBuiltin(const BuiltinSignature &sig,
         return EvalValue::poison();
       }
     }
+    bool buffer =
+        args[3].present && !args[3].value.isNone() && args[3].value.getBool();
     return declareParam(args[0].value.getString(), args[1].value.getList(), dt,
-                        range, args[2].present && !args[2].value.isNone());
+                        range, args[2].present && !args[2].value.isNone(),
+                        buffer);
   }
   if (n == "type_of")
     return EvalValue::string(args[0].value.typeName());

@@ -185,14 +185,14 @@ def _get(cfg, key, default):
 
 
 def _rope_source(cfg, default_theta, default_params=None):
-    """Standardised rope parameters (transformers 5: rope_parameters, or legacy rope_scaling + rope_theta)."""
+    """Standardised rope parameters as transformers 5 builds them: rope_parameters, or when it is absent / null the
+    config class's default dict (default_params, e.g. ApertusConfig's); a legacy rope_scaling replaces it when truthy
+    (convert_rope_params_to_dict: `rope_scaling or rope_parameters`, so null and {} keep it); then the top-level
+    rope_theta (else the class's default_theta) only fills a missing rope_theta (setdefault)."""
     rp, rs = cfg.get("rope_parameters"), cfg.get("rope_scaling")
-    if rp is not None and rs is not None:
-        raise ValueError("both rope_parameters and rope_scaling given")
-    if rp is None and rs is None and "rope_scaling" not in cfg and default_params is not None:
-        src = dict(default_params)
-    else:
-        src = dict(rp if rp is not None else (rs or {}))
+    if rp is None:
+        rp = default_params
+    src = dict(rs or (rp if rp is not None else {}))
     if "type" in src and "rope_type" not in src:
         src["rope_type"] = src.pop("type")
     src.setdefault("rope_type", "default")
