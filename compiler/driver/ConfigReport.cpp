@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 namespace archc {
@@ -21,6 +22,11 @@ nlohmann::ordered_json toJson(const EvalValue &v) {
   case EvalValue::Kind::Index:
     return v.getInt();
   case EvalValue::Kind::Float:
+    // JSON has no infinity or NaN: written as config.json writes them.
+    if (std::isinf(v.getNumber()))
+      return v.getNumber() > 0 ? "Infinity" : "-Infinity";
+    if (std::isnan(v.getNumber()))
+      return "NaN";
     return v.getNumber();
   case EvalValue::Kind::String:
     return v.getString();
