@@ -38,9 +38,9 @@ deepseek_v2  MLA (q_proj, or q_a_proj + RMSNorm + q_b_proj; kv_a_proj_with_mqa =
              RoPE on (2i, 2i+1) pairs (complex multiplication), scale qk_head_dim^-1/2 times yarn's
              mscale(factor, mscale_all_dim)^2 when rope scaling is set; layers >= first_k_dense_replace
              MoE: softmax scores; greedy: top-k; group_limited_greedy: groups ranked by their best score,
-             topk_group kept (others 0.0), top-k; noaux_tc: DeepSeek's choice = score +
-             e_score_correction_bias with the top-2-sum group rule; weights / (sum + 1e-20) when
-             norm_topk_prob and k > 1; times routed_scaling_factor; shared experts.
+             topk_group kept (others 0.0), top-k (HF's V2 has no other topk_method, scores with softmax
+             whatever scoring_func says and never renormalises: norm_topk_prob is not read);
+             weights times routed_scaling_factor; shared experts.
 llama4_text  RoPE layers (no_rope_layers[i] = 1, default (i + 1) % no_rope_layer_interval != 0) rotate
              (2i, 2i+1) pairs (llama3 scaling when rope_scaling is set) and, with use_qk_norm, L2-normalise
              q and k per head after RoPE (x / sqrt(mean(x^2) + rms_norm_eps)); layer_types
@@ -352,12 +352,15 @@ def _deepseek_v2(s, cfg):
     s.moe_inter = ref._req(cfg, "moe_intermediate_size")
     s.n_experts = ref._req(cfg, "n_routed_experts")
     s.top_k = ref._req(cfg, "num_experts_per_tok")
-    s.norm_topk = bool(cfg.get("norm_topk_prob", False))
+    # HF's DeepseekV2TopkRouter: softmax scores (scoring_func is not read), greedy or
+    # group_limited_greedy (any other topk_method leaves its weights unset), never renormalised
+    # (norm_topk_prob is not read).
+    s.norm_topk = False
     s.scaling = float(cfg.get("routed_scaling_factor", 1.0))
     s.method = cfg.get("topk_method", "greedy")
-    s.scoring = cfg.get("scoring_func", "softmax")
-    if s.method not in ("greedy", "group_limited_greedy", "noaux_tc") or s.scoring not in ("softmax", "sigmoid"):
-        raise ValueError(f"deepseek_v2: topk_method {s.method!r} / scoring_func {s.scoring!r} not supported")
+    s.scoring = "softmax"
+    if s.method not in ("greedy", "group_limited_greedy"):
+        raise ValueError(f"deepseek_v2: topk_method {s.method!r} not supported by HF's DeepSeek-V2")
     s.n_group, s.topk_group = cfg.get("n_group") or 1, cfg.get("topk_group") or 1
     first = cfg.get("first_k_dense_replace", 0)
     s.sparse = [i >= first for i in range(s.n_layers)]
