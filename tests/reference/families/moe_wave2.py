@@ -24,8 +24,9 @@ dbrx         names transformer.*; LayerNorm without bias (eps 1e-5); Wqkv [q | k
              [-clip_qkv, clip_qkv]; softmax, top-k, divided by the p-norm (p =
              moe_normalize_expert_weights, none: not divided); experts w1, v1, w2 [E * I, D]:
              silu(x w1_e^T) * (x v1_e^T) @ w2_e.
-ernie4_5_moe RoPE on interleaved pairs; use_bias on q/k/v/o, every MLP (experts too) and the LM head; MoE
-             layer iff (i + 1) % moe_layer_interval == 0 and start <= i <= end (end -1: last layer);
+ernie4_5_moe RoPE on interleaved pairs; use_bias on q/k/v/o, the dense and shared MLPs (not the routed
+             experts) and the LM head; MoE layer iff (i + 1) % moe_layer_interval == 0 and start <= i <= end
+             (end -1: last layer);
              softmax p, top-k of p + moe_statics bias [1, E], weights p[top] / max(sum, moe_norm_min);
              moe_num_shared_experts shared experts (width moe_intermediate_size * n).
 glm4_moe     q/k/v biases (attention_bias), no o bias; optional per-head q/k RMSNorm (use_qk_norm) before
@@ -180,6 +181,7 @@ def _spec(cfg, family):
     s.qk_norm = None          # None | "head" | "full" | "l2"
     s.scale = None
     s.mlp_bias = False
+    s.expert_bias = None      # routed experts' biases (None: as mlp_bias)
     s.shared, s.shared_gate = 0, False
     s.shared_at = "shared_experts"
     if family == "dbrx":
@@ -297,9 +299,14 @@ def _dbrx(s, cfg):
                              cfg.get("max_seq_len")))
 
 
+def _expert_bias(s):
+    return s.mlp_bias if s.expert_bias is None else s.expert_bias
+
+
 def _ernie(s, cfg):
     b = bool(cfg.get("use_bias", False))
     s.qkv_bias = s.o_bias = s.mlp_bias = s.head_bias = b
+    s.expert_bias = False     # HF's fused routed experts (gate_up_proj / down_proj) have no bias
     s.inter = ref._req(cfg, "intermediate_size")
     s.moe_inter = ref._req(cfg, "moe_intermediate_size")
     s.n_experts = ref._req(cfg, "moe_num_experts")
@@ -481,7 +488,7 @@ def _weight_shapes(s):
         else:
             w[m + "gate.weight"] = (E, D)
             for e in range(E):
-                _mlp_shapes(w, m + f"experts.{e}.", D, I, s.mlp_bias)
+                _mlp_shapes(w, m + f"experts.{e}.", D, I, _expert_bias(s))
         if s.family == "ernie4_5_moe":
             w[m + "moe_statics.e_score_correction_bias"] = (1, E)
         if s.family == "glm4_moe" or (s.family == "deepseek_v2" and s.method == "noaux_tc"):
@@ -710,7 +717,7 @@ class Model(ref.GreedyMixin):
         if s.family == "llama4_text":
             gu = x @ w[m + "experts.gate_up_proj"][e]
             return (gu[:, I:] * act(gu[:, :I])) @ w[m + "experts.down_proj"][e]
-        return self._gated(x, m + f"experts.{e}.", s.mlp_bias)
+        return self._gated(x, m + f"experts.{e}.", _expert_bias(s))
 
     def _moe(self, x, i):
         s, w = self.spec, self.w
