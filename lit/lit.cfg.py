@@ -22,6 +22,8 @@ config.substitutions.append(("%archc", os.path.join(archc_bin_dir, "archc")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%archs", os.path.join(src_root, "archs")))
 config.substitutions.append(("%configs", os.path.join(src_root, "archs", "configs")))
+# A run that must fail with archc's error exit code, exactly 1.
+config.substitutions.append(("%exit1", ("/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3") + " " + os.path.join(config.test_source_root, "Inputs", "exit_code.py") + " 1"))
 config.substitutions.append(("%python", "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else getattr(config, "python_executable", "python3")))
 config.excludes.append("Inputs")
 # The AST snapshot of the bundled files (docs/decisions.md): used unless the
