@@ -26,9 +26,17 @@ struct Device {
   double pcieGBs = 0;
   std::map<std::string, double> peakTflops; ///< dtype -> TFLOP/s (dense)
   SourceRange loc;
+  /// The dtype whose peak the runtime's matrix work runs at, when not the
+  /// runtime's compute dtype: the default runtime (bf16) on a device that
+  /// has no bf16 peak runs at its fp16 one (Apple GPUs).
+  std::string matrixDtype;
 
   /// Peak FLOP/s for a dtype; 0 when the device lacks it.
   double peak(const std::string &dtype) const;
+  /// The matrix peak of a runtime computing in `compute`.
+  double matrixPeak(const std::string &compute) const {
+    return peak(matrixDtype.empty() ? compute : matrixDtype);
+  }
 };
 
 struct RuntimeSettings {

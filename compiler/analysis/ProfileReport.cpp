@@ -291,7 +291,18 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
     if (!loadDevice((std::filesystem::path(dir) / "devices").string(),
                     req.devices[i], sm, diags, loaded[i]))
       return false;
-    if (loaded[i].peak(rt.compute) <= 0) {
+    // The default runtime computes in bf16; a device without bf16 units
+    // runs that work at its fp16 peak (the same 16-bit widths) and says so.
+    // An explicit --runtime must fit the device.
+    if (loaded[i].peak(rt.compute) <= 0 && req.runtime.empty() &&
+        rt.compute == "bf16" && loaded[i].peak("fp16") > 0) {
+      loaded[i].matrixDtype = "fp16";
+      diags.report(Severity::Note, loaded[i].loc,
+                   fmt::format("device '{}' has no bf16 peak: the default "
+                               "runtime's bf16 work is timed at its fp16 peak",
+                               req.devices[i]));
+    }
+    if (loaded[i].matrixPeak(rt.compute) <= 0) {
       diags.error(loaded[i].loc,
                   "device '{}' has no {} peak; choose another "
                   "--runtime",
@@ -415,13 +426,15 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
       "phase time = sum of op times (+ tensor-parallel all-reduces)";
   json devs = json::array();
   for (const Device *d : devices)
-    devs.push_back(json{{"id", d->id},
-                        {"name", d->name},
-                        {"memory_gb", d->memoryGB},
-                        {"memory_bandwidth_gbs", d->bandwidthGBs},
-                        {"interconnect_gbs", d->interconnectGBs},
-                        {"matrix_peak_tflops", d->peak(rt.compute) / 1e12},
-                        {"vector_peak_tflops", d->peak("fp32") / 1e12}});
+    devs.push_back(json{
+        {"id", d->id},
+        {"name", d->name},
+        {"memory_gb", d->memoryGB},
+        {"memory_bandwidth_gbs", d->bandwidthGBs},
+        {"interconnect_gbs", d->interconnectGBs},
+        {"matrix_dtype", d->matrixDtype.empty() ? rt.compute : d->matrixDtype},
+        {"matrix_peak_tflops", d->matrixPeak(rt.compute) / 1e12},
+        {"vector_peak_tflops", d->peak("fp32") / 1e12}});
   out["devices"] = devs;
   json points = json::array();
   std::vector<int64_t> seqs =

@@ -12,7 +12,7 @@ namespace archc {
 OpTime rooflineTime(const Cost &c, const Device &d, const RuntimeSettings &rt) {
   OpTime t;
   double tp = static_cast<double>(rt.tensorParallel);
-  double matrixPeak = d.peak(rt.compute) * rt.computeEfficiency;
+  double matrixPeak = d.matrixPeak(rt.compute) * rt.computeEfficiency;
   double vectorPeak = d.peak("fp32") * rt.computeEfficiency;
   if (vectorPeak <= 0)
     vectorPeak = matrixPeak;
