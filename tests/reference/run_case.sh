@@ -9,6 +9,9 @@ if [ "$#" -lt 8 ]; then
 fi
 py=$1 node=$2 archc=$3 arch=$4 family=$5 case_json=$6 out=$7 work=$8 seed=${9:-1234} target=${10:-portable}
 here=$(cd "$(dirname "$0")" && pwd)
+# Which of the case's options a Hugging Face fixture confirms: an
+# unconfirmed variant checks that archc and the reference agree, not HF.
+"$py" "$here/check_confirmed.py" --case "$(basename "$case_json" .json)"
 "$py" "$here/make_case.py" "$case_json" "$out" --family "$family" --seed "$seed"
 exec "$node" "$here/../ort/check_fixture.js" --archc "$archc" --arch "$arch" --case "$out" --work "$work" \
   --target "$target"
