@@ -13,14 +13,17 @@ Config options that are not implemented, or that HF would not run, raise ValueEr
 
 Covered (HF semantics):
 * gpt_neox: fused query_key_value viewed per head [heads, 3, head_dim], rotary on the first int(head_dim *
-  rotary_pct) dims (rotary_pct only, default 0.25; base from the rope dict, else rotary_emb_base), rotate_half,
+  partial_rotary_factor) dims (the rope dict's, else rotary_pct, default 0.25: transformers 5 folds the legacy
+  key into rope_parameters; base from the rope dict, else rotary_emb_base), rotate_half,
   attention_bias on query_key_value and dense, MLP biases, use_parallel_residual (x + attn(ln1 x) + mlp(ln2 x))
   or sequential, embed_out (tied to embed_in with tie_word_embeddings).
 * falcon: new_decoder_architecture (query_key_value viewed [kv, heads / kv + 2, head_dim], ln_attn / ln_mlp, or
   one input_layernorm with num_ln_in_parallel_attn = 1), multi_query ([heads + 2, head_dim], one kv head), plain
-  ([heads, 3, head_dim]); parallel_attn or sequential; `bias`; rotary on whole heads or ALiBi (alibi): the eager
-  attention's (scores + A) / sqrt(hd) + A / sqrt(hd) (the mask carries A / sqrt(hd)), A[h, j] = bf16(bf16(m_h) *
-  j) with build_alibi_tensor's slopes; ffn_hidden_size (default 4 hidden); `activation`; tied lm_head.
+  ([heads, 3, head_dim]); parallel_attn or sequential; `bias`; rotary on whole heads or ALiBi (alibi): the sdpa
+  attention's (transformers' default, and Falcon's released code) (scores + A) / sqrt(hd), or with
+  attn_implementation "eager" the eager attention's (scores + A) / sqrt(hd) + A / sqrt(hd) (the mask carries A /
+  sqrt(hd)), A[h, j] = bf16(bf16(m_h) * j) with build_alibi_tensor's slopes; ffn_hidden_size (default 4 hidden);
+  `activation`; tied lm_head.
 * stablelm: LayerNorm with bias, use_parallel_residual (one input_layernorm), q/k/v biases (use_qkv_bias), no
   o_proj bias, qk_layernorm (one bias-free LayerNorm per head, q_layernorm.norms.N), partial_rotary_factor,
   SwiGLU MLP, GQA.
@@ -65,7 +68,8 @@ _KNOWN = {
                            "rotary_emb_base", "rope_scaling", "rope_parameters"},
     "falcon": {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_kv_heads", "alibi",
                "new_decoder_architecture", "multi_query", "parallel_attn", "bias", "num_ln_in_parallel_attn",
-               "activation", "layer_norm_epsilon", "ffn_hidden_size"} | _ROPE,
+               "activation", "layer_norm_epsilon", "ffn_hidden_size", "attn_implementation",
+               "_attn_implementation"} | _ROPE,
     "stablelm": _COMMON | {"num_key_value_heads", "layer_norm_eps", "use_parallel_residual", "use_qkv_bias",
                            "qk_layernorm", "partial_rotary_factor"} | _ROPE,
     "nemotron": _COMMON | {"num_key_value_heads", "head_dim", "norm_eps", "partial_rotary_factor", "attention_bias",
@@ -194,7 +198,7 @@ def _spec(cfg, family):
         # convert_rope_params_to_dict: theta from the dict, else rotary_emb_base; the fraction from rotary_pct
         # only (default 0.25).
         theta = (rope_dict or {}).get("rope_theta", cfg.get("rotary_emb_base", 10000.0))
-        prf = float(cfg.get("rotary_pct", 0.25))
+        prf = float((rope_dict or {}).get("partial_rotary_factor", cfg.get("rotary_pct", 0.25)))
         rd = int(s.head_dim * prf)
         if rd % 2:
             raise ValueError("gpt_neox: odd rotary dims")
@@ -240,6 +244,11 @@ def _spec(cfg, family):
         s.qkv_bias = s.o_bias = s.mlp_bias = b
         s.gated, s.mlp_names = False, ("dense_h_to_4h", "dense_4h_to_h")
         s.alibi = bool(cfg.get("alibi", False))
+        impl = cfg.get("_attn_implementation", cfg.get("attn_implementation"))
+        if s.alibi and impl not in (None, "sdpa", "eager"):
+            raise ValueError(f"falcon: alibi with attn_implementation {impl!r} is not run by HF")
+        # The eager attention adds ALiBi to the raw scores and once more through the mask.
+        s.alibi_times = 2.0 if impl == "eager" else 1.0
         if s.alibi:
             if rope_dict:
                 raise ValueError("falcon: rope_scaling with alibi")
@@ -474,13 +483,13 @@ class Model(ref.GreedyMixin):
         if window is not None:
             vis &= (qi - ki) < window
         if s.alibi:
-            # build_alibi_tensor: slopes in bfloat16 times the key positions, the product in bfloat16; the eager
-            # path adds it to the raw scores before the 1/sqrt(hd) scale, and the causal mask carries it once
-            # more divided by sqrt(hd).
+            # build_alibi_tensor: slopes in bfloat16 times the key positions, the product in bfloat16; the sdpa
+            # path adds it through the mask divided by sqrt(hd); the eager path adds it to the raw scores before
+            # the 1/sqrt(hd) scale, and the mask carries it once more.
             pos = np.arange(S, dtype=np.float32)
             alibi = _bf16(_bf16(alibi_slopes(H))[:, None] * pos[None, :]).astype(np.float64)  # [H, T]
             a = alibi[None, :, None, :]
-            scores = (scores + a) / math.sqrt(hd) + a / math.sqrt(hd)
+            scores = scores / math.sqrt(hd) + s.alibi_times * a / math.sqrt(hd)
         else:
             scores = scores / math.sqrt(hd)
         scores = np.where(vis[None, None], scores, -np.inf)
