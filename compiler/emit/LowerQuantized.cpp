@@ -49,6 +49,27 @@ void OnnxLowering::planQuantization() {
   });
   // Stacked weights read as [in, out] matrices bind gpt-oss's MXFP4 blocks
   // transposed (also without --quant, see OnnxEmitter).
+  reportFloatProjections();
+}
+
+void OnnxLowering::reportFloatProjections() {
+  std::set<const ir::Op *> quantized;
+  for (const auto &[op, use] : quantMatmuls)
+    quantized.insert(op);
+  // One line per weight (layers and experts share a pattern).
+  std::map<std::string, std::string> byWeight;
+  for (const ir::FloatProjection &f :
+       ir::findFloatProjections(module, quantized))
+    byWeight.emplace(f.weight, f.reason);
+  if (byWeight.empty())
+    return;
+  std::string list;
+  for (const auto &[weight, reason] : byWeight)
+    list += fmt::format("\n  {} ({})", weight, reason);
+  diags.report(Severity::Note, SourceRange(),
+               fmt::format("--quant leaves {} projection weight{} in float:{}",
+                           byWeight.size(), byWeight.size() == 1 ? "" : "s",
+                           list));
 }
 
 ir::QuantLayout OnnxLowering::quantLayout(int64_t rows, int64_t cols,

@@ -344,6 +344,9 @@ private:
   /// Quantized readers: matmuls of Linear weights (MatMulNBits) and, with
   /// --quant-embeddings, embedding gathers (GatherBlockQuantized).
   std::map<const ir::Op *, ir::LinearWeightUse> quantMatmuls;
+  /// Names, in a note, every projection weight --quant leaves in float and
+  /// why (ir::findFloatProjections).
+  void reportFloatProjections();
   std::set<const ir::Op *> quantGathers;
   /// Expert slices only quantized matmuls read (no Gather is emitted).
   std::set<const ir::Op *> quantSlices;

@@ -150,6 +150,61 @@ std::vector<LinearWeightUse> findLinearWeightUses(const Module &m) {
   return out;
 }
 
+std::vector<FloatProjection>
+findFloatProjections(const Module &m, const std::set<const Op *> &quantized) {
+  std::set<const Op *> routers;
+  collectRouterMatmuls(m, routers);
+  std::vector<FloatProjection> out;
+  walk(m.graph.body, [&](const Op &op) {
+    // MLA's kv_b_proj expands the latent inside the attention op.
+    bool mla = op.getKind() == OpKind::MlaAttention;
+    if ((op.getKind() != OpKind::MatMul && !mla) || quantized.count(&op))
+      return;
+    // The weight: a param, possibly behind views of it.
+    const Value *v = op.getOperand(mla ? 4 : 1);
+    std::string through;
+    const Op *d = v->getDefiningOp();
+    for (int depth = 0; d && depth < 8 && d->getKind() != OpKind::Param;
+         ++depth) {
+      switch (d->getKind()) {
+      case OpKind::Reshape:
+      case OpKind::Transpose:
+      case OpKind::Split:
+      case OpKind::Slice:
+      case OpKind::ExpertSlice:
+      case OpKind::Cast:
+        if (d->getKind() != OpKind::ExpertSlice || through.empty())
+          through = d->getMnemonic();
+        d = d->getOperand(0)->getDefiningOp();
+        continue;
+      default:
+        d = nullptr;
+      }
+    }
+    if (!d || d->getKind() != OpKind::Param || d->getResult()->type.rank() < 2)
+      return;
+    FloatProjection f;
+    f.matmul = &op;
+    const WeightDecl *w = declOf(m, *d);
+    f.weight = w ? w->pattern : d->attr<std::string>("name");
+    const TensorType &t = op.getOperand(mla ? 4 : 1)->type;
+    if (mla)
+      f.reason = "MLA's latent expansion (mla_attention reads it whole)";
+    else if (routers.count(&op))
+      f.reason = "a router: routing stays float";
+    else if (w && w->pinnedDType)
+      f.reason = "pinned to " + std::string(dtypeName(w->type.dtype));
+    else if (!through.empty() && through != "expert_slice")
+      f.reason = "read through a " + through;
+    else if (t.rank() != 2 || !isFloat(t.dtype) || t.dtype != m.activationDType)
+      f.reason = "not a 2-D matrix of the model's dtype";
+    else
+      f.reason = "its expert slice is read by another op too";
+    out.push_back(std::move(f));
+  });
+  return out;
+}
+
 std::vector<const Op *> findEmbeddingGathers(const Module &m) {
   std::vector<const Op *> out;
   walk(m.graph.body, [&](const Op &op) {

@@ -117,6 +117,22 @@ struct LinearWeightUse {
 /// layer kinds, or expanded).
 std::vector<LinearWeightUse> findLinearWeightUses(const Module &m);
 
+/// A matmul whose weight operand is (a view of) a checkpoint weight that
+/// --quant leaves in float, and why (-emit=onnx names each one).
+struct FloatProjection {
+  const Op *matmul = nullptr;
+  std::string weight; ///< the weight's name pattern
+  std::string reason;
+};
+
+/// The matmuls reading a weight (directly or through reshapes, transposes,
+/// splits and slices) that are not among `quantized`, with the reason each
+/// stays float: a router (routing stays float), a weight read through a
+/// view other than a whole expert slice, a weight pinned to a dtype, a
+/// shape or dtype MatMulNBits does not take.
+std::vector<FloatProjection>
+findFloatProjections(const Module &m, const std::set<const Op *> &quantized);
+
 /// Gathers whose table is a param (embedding lookups), in the activation
 /// dtype: quantized with `--quant-embeddings`.
 std::vector<const Op *> findEmbeddingGathers(const Module &m);

@@ -95,16 +95,32 @@ async function main() {
     const r = await corrDec.step(rows, rows.map(() => ones(S)), rows.map(() => range(0, S)), corrDec.emptyState(B));
     const corr = range(0, B * S).map((p) => pearson(r.logits, p * V, ref.data, p * V, V)).sort((x, y) => x - y);
     const median = corr[Math.floor(corr.length / 2)];
-    if (args['min-corr'] !== undefined) {
-      const min = Number(args['min-corr']);
-      const ok = median >= min;
-      console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} logits vs Hugging Face${args['corr-opts'] !== undefined ? ` (${args['corr-opts']})` : ''}: median per-position correlation ` +
-                  `${median.toFixed(6)} (min ${corr[0].toFixed(6)}, need median >= ${min})`);
-      if (!ok) failures.push('correlation with HF');
-    } else {
-      console.log(`     ${name} logits vs Hugging Face (not checked): median per-position correlation ` +
-                  `${median.toFixed(6)} (min ${corr[0].toFixed(6)})`);
+    // The fraction of prefill positions whose top-1 token is the one HF's
+    // float model gives.
+    let agree = 0;
+    const counted = B * S;
+    for (let p = 0; p < B * S; p++) {
+      let best = 0, hfBest = 0;
+      for (let v = 1; v < V; v++) {
+        if (ref.data[p * V + v] > ref.data[p * V + hfBest]) hfBest = v;
+        if (r.logits[p * V + v] > r.logits[p * V + best]) best = v;
+      }
+      if (best === hfBest) agree++;
     }
+    const top1 = agree / counted;
+    const what = `logits vs Hugging Face's float model${args['corr-opts'] !== undefined ? ` (${args['corr-opts']})` : ''}: ` +
+      `median per-position correlation ${median.toFixed(6)} (min ${corr[0].toFixed(6)}), top-1 equal at ` +
+      `${agree} of ${counted} positions`;
+    if (args['min-corr'] !== undefined || args['min-top1'] !== undefined) {
+      const minCorr = Number(args['min-corr'] ?? -1), minTop1 = Number(args['min-top1'] ?? 0);
+      const ok = median >= minCorr && top1 >= minTop1;
+      console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} ${what} (need median >= ${minCorr}, top-1 >= ${minTop1})`);
+      if (!ok) failures.push('agreement with HF');
+    } else {
+      console.log(`     ${name} ${what} (not checked)`);
+    }
+    if (args['measure-out'])
+      fs.writeFileSync(args['measure-out'], JSON.stringify({ median_corr: median, min_corr: corr[0], top1, counted }));
   }
 
   if (args.expected) {

@@ -226,14 +226,62 @@ def qmoe_matrices(quantized, weights, family):
     return found
 
 
-def emit_folder(a, opts, name):
+def run_archc(cmd, notes):
+    """Runs archc, passing its stderr through and keeping it in `notes`."""
+    r = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(r.stderr)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: {' '.join(cmd)} exited with {r.returncode}")
+    notes.append(r.stderr)
+
+
+def named_float_projections(notes):
+    """The weight patterns archc's `--quant leaves N projection weights in
+    float:` note names, as regular expressions over initializer names."""
+    names = []
+    for text in notes:
+        lines = text.splitlines()
+        for k, line in enumerate(lines):
+            if "--quant leaves" not in line or "in float:" not in line:
+                continue
+            for item in lines[k + 1:]:
+                if not item.startswith("  "):
+                    break
+                pattern = item.strip().split(" (")[0]
+                names.append(re.compile(re.escape(pattern).replace(r"\{i\}", r"\d+")
+                                        .replace(r"\{e\}", r"\d+") + r"$"))
+    return names
+
+
+def float_projections(model_path):
+    """Float initializers of two or more dims (each over 1) that a MatMul,
+    Gemm or a Scan body's matmul reads, directly or through views."""
+    m = onnx.load(model_path, load_external_data=False)
+    users = {}
+    for n in nodes(m.graph):
+        for i in n.input:
+            users.setdefault(i, []).append(n)
+    views = {"Transpose", "Reshape", "Split", "Slice", "Squeeze", "Unsqueeze", "Cast"}
+
+    def feeds_matmul(name, depth=0):
+        for u in users.get(name, []):
+            if u.op_type in ("MatMul", "Gemm", "FusedMatMul", "Einsum", "Scan"):
+                return True
+            if u.op_type in views and depth < 6 and any(feeds_matmul(o, depth + 1) for o in u.output):
+                return True
+        return False
+    return sorted(i.name for i in m.graph.initializer
+                  if i.data_type in (1, 10, 16) and len(i.dims) >= 2 and min(i.dims) > 1 and feeds_matmul(i.name))
+
+
+def emit_folder(a, opts, name, notes):
     """Emits the case directory as a model folder (a float model, then the quantized one) and checks the folder's
     files. Returns (the quantized model, the graph onnxruntime-genai runs, problems)."""
     out = os.path.join(a.work, "folder")
     shutil.rmtree(out, ignore_errors=True)
     chunks = ["--data-chunk-size=32768"]
     for extra in ([], opts):
-        subprocess.run([a.archc, a.case, "-emit=onnx", "-o", out + "/"] + chunks + extra, check=True)
+        run_archc([a.archc, a.case, "-emit=onnx", "-o", out + "/"] + chunks + extra, notes if extra else [])
     onnx_dir = os.path.join(out, "onnx")
     model = os.path.join(onnx_dir, a.folder)
     problems = []
@@ -281,6 +329,8 @@ def main():
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--l2", default="0.02,0.2")
     ap.add_argument("--min-corr")
+    ap.add_argument("--min-top1", help="the fraction of prefill positions (HF decides beyond the error) whose "
+                    "top-1 must be HF's")
     ap.add_argument("--hf", action="store_true", help="report the correlation with Hugging Face's logits")
     ap.add_argument("--rel-tol", default="1e-4")
     ap.add_argument("--corr-opts", help="options of the model whose correlation with HF is checked (default: --opts)")
@@ -302,23 +352,31 @@ def main():
     with open(os.path.join(a.case, "config.json")) as f:
         cfg = json.load(f)
     opts = a.opts.split()
-    folder_problems, genai_model = [], None
+    folder_problems, genai_model, notes = [], None, []
     if a.folder:
-        model, genai_model, folder_problems = emit_folder(a, opts, name)
+        model, genai_model, folder_problems = emit_folder(a, opts, name, notes)
         if model is None:
             print(f"FAIL {name}: {folder_problems[0]}")
             return 1
     else:
         model = os.path.join(a.work, "emit", "model.onnx")
         os.makedirs(os.path.dirname(model), exist_ok=True)
-        subprocess.run([a.archc, *arch_args, "--config", os.path.join(a.case, "config.json"), "-emit=onnx", "--weights",
-                        os.path.join(a.case, "model.safetensors"), "-o", model, "--no-genai-config"] + opts,
-                       check=True)
+        run_archc([a.archc, *arch_args, "--config", os.path.join(a.case, "config.json"), "-emit=onnx", "--weights",
+                   os.path.join(a.case, "model.safetensors"), "-o", model, "--no-genai-config"] + opts, notes)
 
     weights = logical_weights(os.path.join(a.case, "model.safetensors"), cfg, a.family)
     quantized, floats, ops = read_back(model)
     if not quantized:
         print(f"FAIL {name}: the model has no quantized weight")
+        return 1
+    # Every projection is quantized, or archc names it with the reason it
+    # stays float (a router, MLA's latent expansion, a weight read through
+    # a reshape): a Linear left in float silently fails.
+    named = named_float_projections(notes)
+    silent = [n for n in float_projections(model) if not any(p.match(n) for p in named)]
+    print(f"{'ok  ' if not silent else 'FAIL'} {name} every projection quantized or named in float by archc "
+          f"({len(named)} named)" + (f": {silent[:6]} left float without a word" if silent else ""))
+    if silent:
         return 1
     if a.expect_op and a.expect_op not in ops:
         print(f"FAIL {name}: the model has no {a.expect_op} node")
@@ -387,10 +445,13 @@ def main():
            "--config", os.path.join(a.case, "config.json"), "--weights", os.path.join(a.case, "model.safetensors"),
            "--work", os.path.join(a.work, "ort"), "--expected", os.path.join(out, "expected.safetensors"),
            "--opts", a.opts, "--name", name, "--rel-tol", a.rel_tol]
-    if a.min_corr or a.hf:
-        cmd += ["--hf", os.path.join(a.case, "expected.safetensors")]
+    if a.min_corr or a.min_top1 or a.hf:
+        cmd += ["--hf", os.path.join(a.case, "expected.safetensors"),
+                "--measure-out", os.path.join(a.work, "hf_agreement.json")]
     if a.min_corr:
         cmd += ["--min-corr", a.min_corr]
+    if a.min_top1:
+        cmd += ["--min-top1", a.min_top1]
     if a.corr_opts is not None:
         cmd += ["--corr-opts", a.corr_opts]
     if genai_model:
