@@ -18,21 +18,29 @@ namespace archc {
 
 void printBundledArchs(std::ostream &out) {
   std::vector<BundledArch> archs = listBundledArchs();
-  size_t nameWidth = 4, fileWidth = 4;
+  auto join = [](const std::vector<std::string> &items) {
+    std::string list;
+    for (const std::string &m : items)
+      list += (list.empty() ? "" : ",") + m;
+    return list.empty() ? std::string("-") : list;
+  };
+  size_t nameWidth = 4, fileWidth = 4, typesWidth = 11;
   for (const BundledArch &a : archs) {
     nameWidth = std::max(nameWidth, a.name.size());
     fileWidth = std::max(
         fileWidth, std::filesystem::path(a.file).filename().string().size());
+    typesWidth = std::max(typesWidth, join(a.modelTypes).size());
   }
-  out << fmt::format("{:<{}}  {:<{}}  {}\n", "arch", nameWidth, "file",
-                     fileWidth, "matches (config.json architectures)");
+  out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {}\n", "arch", nameWidth, "file",
+                     fileWidth, "model types", typesWidth,
+                     "matches (config.json architectures)");
   for (const BundledArch &a : archs) {
     std::string list;
     for (const std::string &m : a.matches)
       list += (list.empty() ? "" : ", ") + m;
-    out << fmt::format("{:<{}}  {:<{}}  {}\n", a.name, nameWidth,
+    out << fmt::format("{:<{}}  {:<{}}  {:<{}}  {}\n", a.name, nameWidth,
                        std::filesystem::path(a.file).filename().string(),
-                       fileWidth, list);
+                       fileWidth, join(a.modelTypes), typesWidth, list);
   }
   out << fmt::format("{} families in {}\n", archs.size(), bundledArchsDir());
 }

@@ -36,7 +36,7 @@ std::vector<BundledArch> listBundledArchs() {
   // `arch NAME matches "A", "B"` (possibly over several lines): a textual
   // scan is enough to choose the file, which is then parsed properly.
   static const std::regex matchesClause(
-      R"re(\barch\s+([A-Za-z_][A-Za-z0-9_]*)(?:\s+extends\s+[A-Za-z_][A-Za-z0-9_]*)?(?:\s+model_type\s+"[^"]*"(?:\s*,\s*"[^"]*")*)?\s+matches\s+("[^"]*"(\s*,\s*"[^"]*")*))re");
+      R"re(\barch\s+([A-Za-z_][A-Za-z0-9_]*)(?:\s+extends\s+[A-Za-z_][A-Za-z0-9_]*)?(?:\s+model_type\s+("[^"]*"(?:\s*,\s*"[^"]*")*))?\s+matches\s+("[^"]*"(\s*,\s*"[^"]*")*))re");
   static const std::regex quoted(R"re("([^"]*)")re");
   std::vector<fs::path> files;
   std::error_code ec;
@@ -69,7 +69,10 @@ std::vector<BundledArch> listBundledArchs() {
       BundledArch a;
       a.file = f.string();
       a.name = m[1];
-      std::string list = m[2];
+      std::string types = m[2], list = m[3];
+      for (auto q = std::sregex_iterator(types.begin(), types.end(), quoted);
+           q != std::sregex_iterator(); ++q)
+        a.modelTypes.push_back((*q)[1]);
       for (auto q = std::sregex_iterator(list.begin(), list.end(), quoted);
            q != std::sregex_iterator(); ++q)
         a.matches.push_back((*q)[1]);

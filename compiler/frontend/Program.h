@@ -98,9 +98,10 @@ std::string bundledArchsDir();
 
 /// One `arch` declaration of a bundled .arch file.
 struct BundledArch {
-  std::string file;                 ///< path of the .arch file
-  std::string name;                 ///< the arch's name
-  std::vector<std::string> matches; ///< the HF `architectures` it matches
+  std::string file;                    ///< path of the .arch file
+  std::string name;                    ///< the arch's name
+  std::vector<std::string> matches;    ///< the HF `architectures` it matches
+  std::vector<std::string> modelTypes; ///< the HF `model_type`s it claims
 };
 
 /// Every arch of the bundled archs/ folder, by file name.
