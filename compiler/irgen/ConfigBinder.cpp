@@ -140,6 +140,10 @@ public:
     // Inert keys: present or not, they change nothing; where present they
     // are accounted for (in text_config and at the top level).
     for (const std::string &name : arch.allInert) {
+      // A field of the same name (a child honouring what its base ignores)
+      // is the reading; the inert declaration only accounts for the key.
+      if (entries.count(name))
+        continue;
       std::vector<std::string> pointers;
       if (hasText)
         pointers.push_back(configPathPointer(name, "/text_config"));
