@@ -142,7 +142,9 @@ public:
     for (const std::string &name : arch.allInert) {
       // A field of the same name (a child honouring what its base ignores)
       // is the reading; the inert declaration only accounts for the key.
-      if (entries.count(name))
+      auto field = entries.find(name);
+      if (field != entries.end() &&
+          field->second->kind == ast::ConfigEntry::Kind::Field)
         continue;
       std::vector<std::string> pointers;
       if (hasText)
