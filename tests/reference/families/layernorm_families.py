@@ -19,10 +19,10 @@ Covered (HF semantics):
   or sequential, embed_out (tied to embed_in with tie_word_embeddings).
 * falcon: new_decoder_architecture (query_key_value viewed [kv, heads / kv + 2, head_dim], ln_attn / ln_mlp, or
   one input_layernorm with num_ln_in_parallel_attn = 1), multi_query ([heads + 2, head_dim], one kv head), plain
-  ([heads, 3, head_dim]); parallel_attn or sequential; `bias`; rotary on whole heads or ALiBi (alibi): the sdpa
-  attention's (transformers' default, and Falcon's released code) (scores + A) / sqrt(hd), or with
-  attn_implementation "eager" the eager attention's (scores + A) / sqrt(hd) + A / sqrt(hd) (the mask carries A /
-  sqrt(hd)), A[h, j] = bf16(bf16(m_h) * j) with build_alibi_tensor's slopes; ffn_hidden_size (default 4 hidden);
+  ([heads, 3, head_dim]); parallel_attn or sequential; `bias`; rotary on whole heads or ALiBi (alibi): the eager
+  attention's (scores + A) / sqrt(hd) + A / sqrt(hd) (the mask carries A / sqrt(hd); the fixtures' implementation),
+  or with attn_implementation "sdpa" the sdpa attention's (and Falcon's released code's) (scores + A) / sqrt(hd),
+  A[h, j] = bf16(bf16(m_h) * j) with build_alibi_tensor's slopes; ffn_hidden_size (default 4 hidden);
   `activation`; tied lm_head.
 * stablelm: LayerNorm with bias, use_parallel_residual (one input_layernorm), q/k/v biases (use_qkv_bias), no
   o_proj bias, qk_layernorm (one bias-free LayerNorm per head, q_layernorm.norms.N), partial_rotary_factor,
@@ -247,8 +247,8 @@ def _spec(cfg, family):
         impl = cfg.get("_attn_implementation", cfg.get("attn_implementation"))
         if s.alibi and impl not in (None, "sdpa", "eager"):
             raise ValueError(f"falcon: alibi with attn_implementation {impl!r} is not run by HF")
-        # The eager attention adds ALiBi to the raw scores and once more through the mask.
-        s.alibi_times = 2.0 if impl == "eager" else 1.0
+        # The eager attention adds ALiBi to the raw scores and once more through the mask; sdpa once.
+        s.alibi_times = 1.0 if impl == "sdpa" else 2.0
         if s.alibi:
             if rope_dict:
                 raise ValueError("falcon: rope_scaling with alibi")
