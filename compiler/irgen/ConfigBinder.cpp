@@ -243,6 +243,13 @@ private:
     names.insert(names.end(), e.aliases.begin(), e.aliases.end());
     auto tc = root.find("text_config");
     for (const std::string &n : names) {
+      // "/path": the top level only (a vision-language class's own field
+      // that its text_config also has).
+      if (!n.empty() && n[0] == '/') {
+        if (auto *v = findPath(root, n.substr(1), "", pointer))
+          return v;
+        continue;
+      }
       if (tc != root.end() && tc->is_object())
         if (auto *v = findPath(*tc, n, "/text_config", pointer))
           return v;

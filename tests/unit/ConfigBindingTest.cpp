@@ -187,3 +187,26 @@ arch s {
             std::string::npos)
       << bad.diagnostics();
 }
+
+TEST(ConfigBinding, RootAnchoredAliasSkipsTextConfig) {
+  ScratchDir d;
+  // A vision-language class's own field whose name its text_config has too
+  // (transformers ties the head by the top-level flag).
+  const char *arch = R"(
+arch vlm {
+  config {
+    hidden_size: int
+    tie_word_embeddings: bool = false
+    top_tie: bool = true alias "/tie_word_embeddings"
+  }
+  model(x: f32[batch, seq, 4]) -> (x) {
+  }
+}
+)";
+  auto c = compile(d, arch,
+                   R"({"tie_word_embeddings": false, "text_config": {
+                       "hidden_size": 8, "tie_word_embeddings": true}})");
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  EXPECT_EQ(std::get<bool>(c.module().info.at("tie_word_embeddings")), true);
+  EXPECT_EQ(std::get<bool>(c.module().info.at("top_tie")), false);
+}
