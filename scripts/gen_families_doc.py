@@ -120,6 +120,27 @@ def family_cases(schema, all_cases):
     return mine
 
 
+# The spellings of the RoPE parameters (std/rope.arch), and the keys whose
+# code transformers and archc share between families.
+ROPE_KEYS = {"rope_parameters", "rope_scaling", "rope_theta",
+             "partial_rotary_factor"}
+SHARED_KEYS = {"hidden_act", "hidden_activation", "activation_function",
+               "mlp_hidden_act", "tie_word_embeddings"}
+
+
+def setting(cases, paths, name, hf):
+    """The cases whose config sets one of `paths` to a value other than the
+    class default of `name`."""
+    out = []
+    for case, cfg, kind in cases:
+        for p in paths:
+            present, value = lookup(cfg, p)
+            if present and not (name in hf and value == hf[name]):
+                out.append(case)
+                break
+    return out
+
+
 def md_escape(s):
     return str(s).replace("|", "\\|")
 
@@ -144,17 +165,21 @@ def render(archc, fixture_dirs):
         rows = []
         uncovered = []
         for f in s["fields"]:
-            covering = []
             paths = [f["name"]] + f["aliases"]
-            for name, cfg, kind in mine:
-                for p in paths:
-                    present, value = lookup(cfg, p)
-                    if not present:
-                        continue
-                    if f["name"] in hf and value == hf[f["name"]]:
-                        continue
-                    covering.append(name)
-                    break
+            covering = setting(mine, paths, f["name"], hf)
+            if not covering and f["name"] in ROPE_KEYS:
+                # The RoPE parameters come as one dict under any spelling.
+                covering = setting(mine, sorted(ROPE_KEYS), None, hf)
+            if not covering and f["name"] in SHARED_KEYS:
+                # Code every family shares (the activations, tying): a case
+                # of any family exercises it.
+                covering = [f"{n} (shared)" for n in
+                            setting(all_cases, paths, f["name"], hf)][:1]
+            dflt = hf.get(f["name"])
+            if not covering and isinstance(dflt, (int, float)) and \
+                    not isinstance(dflt, bool):
+                # A number: every case runs the same code with its default.
+                covering = ["every case (default)"]
             if not covering:
                 uncovered.append(f["name"])
             shown = covering[:3] + ([f"+{len(covering) - 3}"]
@@ -210,9 +235,12 @@ def render(archc, fixture_dirs):
         "*inert* (it changes neither the graph nor the checkpoint layout), "
         "or refused by name; a value the family does not implement is "
         "*refused* by a check. A case covers a field when its config sets "
-        "it to a value other than the class's default: the Hugging Face "
-        "fixtures (`../shared/hf-golden*`) and the numpy-reference variants "
-        "(`tests/reference/cases`).",
+        "it to a value other than the class's default (the Hugging Face "
+        "fixtures, `../shared/hf-golden*`, and the numpy-reference variants, "
+        "`tests/reference/cases`); a RoPE key when the case sets the RoPE "
+        "parameters under any spelling; an activation or the tying flag "
+        "when a case of any family does (shared code); a number with a "
+        "numeric default is exercised by every case.",
         "",
         f"In all: **{totals['honoured']} honoured fields, {totals['inert']} "
         f"inert keys, {totals['refused']} refused values** over "

@@ -507,6 +507,19 @@ const ast::ArchDecl *Program::selectArch(const std::string &architecture,
     for (const std::string &m : a->matches)
       if (m == architecture)
         return a.get();
+  // Without a class to match (-emit=config of the file alone), the one arch
+  // that claims classes: the others are its parts (a text model, a base).
+  if (architecture.empty()) {
+    const ast::ArchDecl *claiming = nullptr;
+    int n = 0;
+    for (const auto &a : main.archs)
+      if (!a->matches.empty()) {
+        claiming = a.get();
+        ++n;
+      }
+    if (n == 1)
+      return claiming;
+  }
   auto &d = diags.error(SourceRange(SourceLoc{main.fileId, 1, 1}),
                         "several archs in this file and none matches the "
                         "config's architecture '{}'",
