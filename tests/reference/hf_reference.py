@@ -409,9 +409,10 @@ class Spec:
                 raise ValueError("layer_types has sliding_attention but no sliding window is active")
             self.windows = [w if t == "sliding_attention" else None for t in types]
         elif family == "qwen3_moe":
-            if cfg.get("use_sliding_window", False):
-                raise ValueError("qwen3_moe: use_sliding_window not supported by the reference")
-            self.windows = [None] * L
+            # Qwen3MoeConfig.__post_init__: sliding_window = sliding_window if use_sliding_window else None;
+            # every attention layer passes it (no layer_types; max_window_layers is stored, never read).
+            w = cfg.get("sliding_window", 4096) if cfg.get("use_sliding_window", False) else None
+            self.windows = [w] * L
         else:  # llama
             self.windows = [None] * L
         for w in self.windows:
