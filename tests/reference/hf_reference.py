@@ -98,13 +98,35 @@ def _gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
+def _gelu_erf(x):
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# transformers' ACT2FN (activations.py), same math per name.
 ACTIVATIONS = {
-    "silu": lambda x: x / (1.0 + np.exp(-x)),
-    "swish": lambda x: x / (1.0 + np.exp(-x)),
+    "silu": lambda x: x * _sigmoid(x),
+    "swish": lambda x: x * _sigmoid(x),
     "relu": lambda x: np.maximum(x, 0.0),
-    "gelu": lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))),  # exact (erf) GELU
+    "relu2": lambda x: np.maximum(x, 0.0) ** 2,                      # ReLUSquaredActivation
+    "relu6": lambda x: np.clip(x, 0.0, 6.0),                         # nn.ReLU6
+    "leaky_relu": lambda x: np.where(x > 0.0, x, 0.01 * x),          # nn.LeakyReLU default slope
+    "gelu": _gelu_erf,                                               # exact (erf) GELU
+    "gelu_python": _gelu_erf,
+    "gelu_10": lambda x: np.clip(_gelu_erf(x), -10.0, 10.0),         # ClippedGELUActivation(-10, 10)
     "gelu_new": _gelu_tanh,                                          # tanh approximation
     "gelu_pytorch_tanh": _gelu_tanh,                                 # same formula
+    "gelu_python_tanh": _gelu_tanh,
+    "gelu_accurate": _gelu_tanh,
+    "gelu_fast": lambda x: 0.5 * x * (1.0 + np.tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x))),
+    "quick_gelu": lambda x: x * _sigmoid(1.702 * x),
+    "mish": lambda x: x * np.tanh(np.log1p(np.exp(x))),
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "linear": lambda x: x,
 }
 
 

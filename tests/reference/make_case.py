@@ -12,6 +12,10 @@ Inputs are re-drawn (deterministically from the seed) until every greedy step ha
 >= 0.01, the greedy tokens contain no eos, MoE router choices are clear (k-th vs (k+1)-th probability gap
 >= 1e-3 for every token the ORT checker routes) and, if possible, the greedy tokens are not all alike.
 The output is a deterministic function of (case file, family, seed).
+
+A case may come with a `<name>.scales` file next to it (JSON {"name substring": factor}): every weight
+whose checkpoint name contains a substring is multiplied by its factor, so that a case can reach a
+region the default scales never do (a clipped activation's clip, say). The config stays Hugging Face's.
 """
 import argparse
 import json
@@ -123,6 +127,16 @@ def main():
     cfg = json.loads(text)
     shapes = ref.expected_weight_shapes(cfg, a.family)
     weights = make_weights(shapes, a.seed, a.family)
+    scales_path = os.path.splitext(a.case)[0] + ".scales"
+    if os.path.exists(scales_path):
+        with open(scales_path) as f:
+            scales = json.load(f)
+        for part, factor in scales.items():
+            hit = [n for n in weights if part in n]
+            if not hit:
+                sys.exit(f"make_case: {scales_path}: no weight name contains {part!r}")
+            for n in hit:
+                weights[n] = (weights[n] * np.float32(factor)).astype(np.float32)
     model = ref.Model(cfg, weights, a.family)
 
     chosen, fallback = None, None
