@@ -30,7 +30,13 @@ phimoe       LayerNorm (eps = rms_norm_eps) everywhere, q/k/v/o biases (attentio
              (lm_head_bias), optional sliding window on every layer; sparsemixer routing in eval mode:
              top-1 = argmax, weight = softmax over the experts with (max - s) / max(|s|, max) <= 2 * jitter;
              top-2 = argmax with the top-1 removed, weight = softmax over the same rule (threshold from the
-             second max, top-1 excluded).
+             second max, top-1 excluded). head_dim (getattr, else hidden // heads). RoPE default, or
+             longrope as transformers 5.16's PhimoeRotaryEmbedding: inv_freq from rope_init_fn(config) called
+             without seq_len (the short factors on every forward), cos/sin times long_mscale when
+             max(position) + 1 > original_max_position_embeddings (a top-level key has priority over the
+             dict's, else max_position_embeddings), else short_mscale. Earlier 4.x/5.x versions passed
+             seq_len (long factors past that length): forwards past it with long_factor != short_factor
+             are refused as ambiguous across HF versions.
 
 Anything else raises ValueError.
 """
@@ -78,7 +84,7 @@ _KNOWN = {
         "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
         "num_key_value_heads", "hidden_act", "rms_norm_eps", "rope_theta", "rope_scaling", "sliding_window",
         "num_experts_per_tok", "num_local_experts", "router_jitter_noise", "input_jitter_noise",
-        "attention_bias", "lm_head_bias", "head_dim",
+        "attention_bias", "lm_head_bias", "head_dim", "rope_parameters", "original_max_position_embeddings",
     },
 }
 
@@ -90,7 +96,6 @@ _MUST = {
     "minimax_m2": {"use_qk_norm": (True,), "qk_norm_type": ("per_layer",), "scoring_func": ("sigmoid",),
                    "use_routing_bias": (True,), "routed_scaling_factor": (1, 1.0),
                    "shared_intermediate_size": (0,)},
-    "phimoe": {"rope_scaling": (None,)},
 }
 
 
@@ -124,6 +129,17 @@ def _rope_params(cfg, family, allowed_types):
     if rtype not in allowed_types:
         raise ValueError(f"{family}: rope_type {rtype!r} not supported (only {allowed_types})")
     allowed = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+    if rtype == "longrope" and family == "phimoe":
+        allowed |= {"short_factor", "long_factor", "factor", "attention_factor", "original_max_position_embeddings",
+                    "short_mscale", "long_mscale"}
+        for m in ("short_mscale", "long_mscale"):  # PhimoeConfig.validate_rope
+            if not isinstance(rp.get(m), (int, float)) or isinstance(rp.get(m), bool):
+                raise ValueError(f"phimoe: rope {m} must be a number")
+        # standardize_rope_params: a top-level original_max_position_embeddings (not a PhimoeConfig field,
+        # set as an attribute) has priority; else the dict's; else max_position_embeddings.
+        if cfg.get("original_max_position_embeddings") is not None:
+            rp["original_max_position_embeddings"] = cfg["original_max_position_embeddings"]
+        rp.setdefault("original_max_position_embeddings", ref._req(cfg, "max_position_embeddings"))
     if rtype == "yarn":
         allowed |= {"factor", "original_max_position_embeddings", "attention_factor", "beta_fast", "beta_slow",
                     "mscale", "mscale_all_dim", "truncate"}
@@ -533,12 +549,30 @@ def _minimax_spec(s, cfg, maxpos):
         raise ValueError("rotary dim out of range")
 
 
+class _PhimoeLongRope(ref.Rope):
+    """transformers 5.16 PhimoeRotaryEmbedding.forward with rope_type longrope."""
+
+    def inv_freq(self, seq_len):
+        rp = self.rp
+        orig = int(rp["original_max_position_embeddings"])
+        if seq_len > orig and list(rp["long_factor"]) != list(rp["short_factor"]):
+            raise ValueError("phimoe: a forward past original_max_position_embeddings uses the short factors in "
+                             "transformers 5.16 (rope_init_fn(config) without seq_len), the long ones before: "
+                             "ambiguous across HF versions")
+        ext = np.asarray(rp["short_factor"], dtype=np.float64)
+        if ext.shape != (self.dim // 2,):
+            raise ValueError(f"longrope factors must have length {self.dim // 2}, got {ext.shape}")
+        mscale = rp["long_mscale"] if seq_len > orig else rp["short_mscale"]
+        return 1.0 / (ext * self.base ** self.exponents), float(mscale)
+
+
 def _phimoe_spec(s, cfg, maxpos):
-    if cfg.get("head_dim") is not None and cfg["head_dim"] != s.hidden // s.n_heads:
-        raise ValueError("phimoe: head_dim must be hidden_size / num_attention_heads")
-    if s.hidden % s.n_heads:
+    if "head_dim" in cfg and cfg["head_dim"] is None:
+        raise ValueError("phimoe: head_dim null (getattr would return None)")
+    if s.hidden % s.n_heads and cfg.get("head_dim") is None:
         raise ValueError("phimoe: hidden_size not divisible by num_attention_heads")
-    s.head_dim = s.hidden // s.n_heads
+    # PhimoeAttention: getattr(config, "head_dim", hidden_size // num_attention_heads).
+    s.head_dim = s.hidden // s.n_heads if cfg.get("head_dim") is None else _pos_int(cfg["head_dim"], "head_dim")
     s.inter = _pos_int(ref._req(cfg, "intermediate_size"), "intermediate_size")
     s.n_experts = _pos_int(ref._req(cfg, "num_local_experts"), "num_local_experts")
     s.top_k = ref._req(cfg, "num_experts_per_tok")
@@ -555,8 +589,13 @@ def _phimoe_spec(s, cfg, maxpos):
     if win is not None:
         _pos_int(win, "sliding_window")
     s.windows = [win] * s.n_layers
-    rp = _rope_params(cfg, "phimoe", ("default",))
-    s.rope = ref.Rope(rp, s.head_dim, maxpos)
+    rp = _rope_params(cfg, "phimoe", ("default", "longrope"))
+    if rp["rope_type"] == "longrope":
+        s.rope = _PhimoeLongRope(rp, s.head_dim, maxpos)
+    else:
+        if cfg.get("original_max_position_embeddings") is not None:
+            raise ValueError("phimoe: original_max_position_embeddings without longrope is not exercised")
+        s.rope = ref.Rope(rp, s.head_dim, maxpos)
 
 
 # ---------------------------------------------------------------------------
