@@ -84,7 +84,8 @@ _KNOWN = {
     "granitemoe": _COMMON | {"attention_bias", "attention_multiplier", "embedding_multiplier", "logits_scaling",
                              "residual_multiplier", "num_local_experts", "num_experts_per_tok"},
     "dbrx": {"d_model", "n_heads", "n_layers", "max_seq_len", "vocab_size", "resid_pdrop", "emb_pdrop",
-             "attn_config", "ffn_config", "output_router_logits"},
+             "attn_config", "ffn_config", "output_router_logits", "rope_theta", "rope_scaling", "rope_parameters",
+             "partial_rotary_factor"},
     "ernie4_5_moe": _COMMON | {"use_bias", "moe_intermediate_size", "moe_k", "moe_num_experts",
                                "moe_num_shared_experts", "moe_layer_start_index", "moe_layer_end_index",
                                "moe_layer_interval", "moe_norm_min"},
@@ -295,8 +296,24 @@ def _dbrx(s, cfg):
     s.eps = 1e-5
     s.embed, s.layers, s.final = "transformer.wte", "transformer.blocks", "transformer.norm_f"
     s.n1, s.n2, s.attn_at, s.mlp_at = "norm_attn_norm.norm_1", "norm_attn_norm.norm_2", "norm_attn_norm.attn", "ffn"
-    _rope_layers(s, ref.Rope({"rope_type": "default", "rope_theta": ac.get("rope_theta", 10000.0)}, s.head_dim,
-                             cfg.get("max_seq_len")))
+    # DbrxRotaryEmbedding is LlamaRotaryEmbedding over the v5 standardised rope_parameters (rope_scaling
+    # if truthy, else rope_parameters; rope_theta setdefault'ed from the top-level key; a top-level
+    # partial_rotary_factor written into the dict). Without any theta transformers 5 uses
+    # default_theta 10000 where the released models (and transformers 4) use attn_config.rope_theta:
+    # the reference takes the latter, as the fixtures do. The default RoPE rotates whole heads whatever
+    # partial_rotary_factor says; a scaled type sizes cos/sin by it and fails in apply_rotary_pos_emb.
+    rp = dict(cfg.get("rope_scaling") or cfg.get("rope_parameters") or {})
+    if "rope_theta" not in rp:
+        rp["rope_theta"] = cfg["rope_theta"] if cfg.get("rope_theta") is not None else ac.get("rope_theta", 10000.0)
+    if cfg.get("partial_rotary_factor") is not None:
+        rp["partial_rotary_factor"] = cfg["partial_rotary_factor"]
+    rtype = rp.get("rope_type", rp.get("type", "default"))
+    if rtype == "default":
+        rp.pop("partial_rotary_factor", None)
+    elif float(rp.get("partial_rotary_factor", 1.0)) != 1.0:
+        raise ValueError("dbrx: partial_rotary_factor with a scaled RoPE fails in HF (cos/sin narrower than q)")
+    cfg2 = {"rope_parameters": rp, "rope_theta": rp["rope_theta"], "max_position_embeddings": cfg.get("max_seq_len", 2048)}
+    _rope_layers(s, _rope(cfg2, "dbrx", s.head_dim)[0])
 
 
 def _expert_bias(s):
@@ -347,8 +364,10 @@ def _deepseek_v2(s, cfg):
     s.attn = "mla"
     if s.n_kv != s.n_heads:
         raise ValueError("deepseek_v2: num_key_value_heads != num_attention_heads")
-    if cfg.get("mlp_bias"):
-        raise ValueError("deepseek_v2: mlp_bias not supported")
+    # DeepseekV2MLP is LlamaMLP (bias=mlp_bias) for the dense layers and the shared experts; the routed
+    # experts (Qwen2MoeExperts' stacked gate_up_proj / down_proj) have no bias.
+    s.mlp_bias = bool(cfg.get("mlp_bias", False))
+    s.expert_bias = False
     s.q_lora = cfg.get("q_lora_rank", 1536)
     s.kv_lora = ref._req(cfg, "kv_lora_rank")
     s.nope, s.rdim, s.vdim = (ref._req(cfg, k) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
@@ -384,6 +403,7 @@ def _deepseek_v2(s, cfg):
 
 def _llama4(s, cfg):
     s.head_dim = cfg.get("head_dim") or s.hidden // s.n_heads
+    s.qkv_bias = s.o_bias = bool(cfg.get("attention_bias", False))   # q/k/v/o_proj bias=config.attention_bias
     s.inter = ref._req(cfg, "intermediate_size_mlp")
     s.moe_inter = ref._req(cfg, "intermediate_size")
     s.n_experts = ref._req(cfg, "num_local_experts")
@@ -404,6 +424,8 @@ def _llama4(s, cfg):
     nr = cfg.get("no_rope_layers") or [int((i + 1) % cfg.get("no_rope_layer_interval", 4) != 0) for i in range(L)]
     s.use_rope = [bool(x) for x in nr]
     types = cfg.get("layer_types") or ["chunked_attention" if r else "full_attention" for r in nr]
+    if len(types) != L or any(t not in ("chunked_attention", "full_attention") for t in types):
+        raise ValueError(f"llama4_text: layer_types {types} invalid for {L} layers")
     C = cfg.get("attention_chunk_size", 8192)
     s.chunks = [C if t == "chunked_attention" else None for t in types]
     s.qk_norm = "l2" if cfg.get("use_qk_norm", True) else None
