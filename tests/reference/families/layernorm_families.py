@@ -69,7 +69,7 @@ _KNOWN = {
     "falcon": {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_kv_heads", "alibi",
                "new_decoder_architecture", "multi_query", "parallel_attn", "bias", "num_ln_in_parallel_attn",
                "activation", "layer_norm_epsilon", "ffn_hidden_size", "attn_implementation",
-               "_attn_implementation"} | _ROPE,
+               "_attn_implementation", "n_embed"} | _ROPE,
     "stablelm": _COMMON | {"num_key_value_heads", "layer_norm_eps", "use_parallel_residual", "use_qkv_bias",
                            "qk_layernorm", "partial_rotary_factor"} | _ROPE,
     "nemotron": _COMMON | {"num_key_value_heads", "head_dim", "norm_eps", "partial_rotary_factor", "attention_bias",
@@ -164,7 +164,11 @@ def _spec(cfg, family):
     s = _Spec()
     s.family = family
     s.vocab = _pos_int(cfg, "vocab_size")
-    s.hidden = _pos_int(cfg, "hidden_size")
+    if family == "falcon" and cfg.get("n_embed") is not None:
+        # FalconConfig.__post_init__: the legacy n_embed kwarg wins over hidden_size.
+        s.hidden = _pos_int(cfg, "n_embed")
+    else:
+        s.hidden = _pos_int(cfg, "hidden_size")
     s.n_layers = _pos_int(cfg, "num_hidden_layers")
     s.n_heads = _pos_int(cfg, "num_attention_heads")
     tied = cfg.get("tie_word_embeddings")
