@@ -21,12 +21,13 @@ Covered (HF semantics of the torch paths, no padding):
   (nemotron_h), Falcon-H1's per-group norm with the gate after (mamba_norm_before_gate) or before, only when
   mamba_rms_norm, else y * silu(z). Falcon-H1: mamba_d_ssm, ssm_in_multiplier on the input, mup vector
   (ssm_multipliers over the z / x / B / C / dt slices), out_proj bias = projectors_bias.
-* Attention: q/k/v/o, GQA (repeat_kv), causal softmax, scale head_dim^-1/2 (Granite: attention_multiplier);
+* Attention: q/k/v/o (biases: bamba, falcon_h1, granitemoehybrid, nemotron_h attention_bias), GQA (repeat_kv),
+  causal softmax, scale head_dim^-1/2 (Granite: attention_multiplier);
   RoPE (rotate_half) for bamba (transformers 5.3 rotates the full head: BambaConfig's hard-coded
   partial_rotary_factor = 0.5 never reaches the rotary embedding), falcon_h1 (keys times key_multiplier),
   granitemoehybrid (position_embedding_type "rope" only) and lfm2 (per-head q/k RMSNorms before RoPE);
   none for jamba and nemotron_h.
-* MLPs / MoE: SwiGLU (jamba, bamba, lfm2's w1/w3/w2 with the auto-adjusted width, falcon_h1 with
+* MLPs / MoE: SwiGLU (jamba, bamba with mlp_bias, lfm2's w1/w3/w2 with the auto-adjusted width, falcon_h1 with
   mlp_multipliers); Nemotron-H non-gated up/down (relu2); Jamba softmax top-k without renormalisation
   (experts on i % expert_layer_period == expert_layer_offset); Nemotron-H sigmoid routing with the
   selection-only correction bias, group-limited (top-2 sum per group), renormalised (+1e-20) and scaled,
@@ -92,8 +93,9 @@ _KNOWN = {
                    "mamba_proj_bias", "n_routed_experts", "moe_intermediate_size",
                    "moe_shared_expert_intermediate_size", "moe_latent_size", "num_experts_per_tok",
                    "routed_scaling_factor", "n_group", "topk_group", "norm_topk_prob", "rope_theta",
-                   "time_step_min"},
-    "granitemoehybrid": _ATTN_KEYS | _MAMBA2_KEYS - {"time_step_limit"} | {
+                   "time_step_min", "mamba_n_groups", "mamba_d_conv", "mamba_conv_bias", "mamba_chunk_size",
+                   "mamba_dt_min"},
+    "granitemoehybrid": _ATTN_KEYS | _MAMBA2_KEYS | {
         "attention_bias", "embedding_multiplier", "logits_scaling", "residual_multiplier", "attention_multiplier",
         "num_local_experts", "num_experts_per_tok", "shared_intermediate_size", "position_embedding_type",
         "layer_types", "layers_block_type"},
@@ -344,6 +346,16 @@ def _spec(cfg, family):
         s.dt_norm_eps = s.eps
         return s
     if family == "nemotron_h":
+        # NemotronHConfig.__post_init__: the legacy mamba_* keys, when present, replace the current ones.
+        cfg = dict(cfg)
+        for old, new in (("mamba_n_groups", "n_groups"), ("mamba_d_conv", "conv_kernel"),
+                         ("mamba_conv_bias", "use_conv_bias"), ("mamba_chunk_size", "chunk_size"),
+                         ("mamba_dt_min", "time_step_min")):
+            if old in cfg:
+                cfg[new] = cfg.pop(old)
+        if cfg.get("sliding_window") is not None:
+            raise ValueError("nemotron_h: sliding_window is not run by the reference")
+        s.attn_bias = bool(cfg.get("attention_bias", False))   # NemotronHAttention: q/k/v/o bias=attention_bias
         heads, hd = _pos(cfg, "mamba_num_heads", 128), _pos(cfg, "mamba_head_dim", 64)
         bias = bool(cfg.get("use_bias", False))
         s.m2 = _mamba2_opts(heads * hd, heads, hd, _pos(cfg, "n_groups", 8), _pos(cfg, "ssm_state_size", 128),
@@ -383,9 +395,9 @@ def _spec(cfg, family):
         s.kinds = ["attention" if i in idx else "mamba" for i in range(L)]
         s.rope = _rope(cfg, s.head_dim, 10000.0, bamba=True)
         s.inter = _pos(cfg, "intermediate_size", 14336)
-        for k in ("attention_bias", "mlp_bias"):
-            if cfg.get(k):
-                raise ValueError(f"bamba: {k} is hard-coded False by BambaConfig")
+        # BambaConfig fields (transformers 5; 4.x hard-coded both False): q/k/v/o and BambaMLP biases.
+        s.attn_bias = bool(cfg.get("attention_bias", False))
+        s.mlp_bias = bool(cfg.get("mlp_bias", False))
         return s
     if family == "falcon_h1":
         mult = cfg.get("ssm_multipliers") or [1.0] * 5
@@ -404,8 +416,8 @@ def _spec(cfg, family):
         s.mult = g
         s.mlp_mult = [float(v) for v in (cfg.get("mlp_multipliers") or [1.0, 1.0])]
         return s
-    # granitemoehybrid
-    s.m2 = _mamba2_opts(*common, bool(cfg.get("mamba_proj_bias", False)), "full")
+    # granitemoehybrid: GraniteMoeHybridMambaLayer clamps dt to config.time_step_limit as Bamba's mixer does.
+    s.m2 = _mamba2_opts(*common, bool(cfg.get("mamba_proj_bias", False)), "full", dt_lo=lo, dt_hi=hi)
     types = cfg.get("layer_types", cfg.get("layers_block_type")) or ["mamba"] * L
     if len(types) != L or any(t not in ("mamba", "attention") for t in types):
         raise ValueError(f"granitemoehybrid: layer_types {types!r} invalid")
@@ -416,7 +428,8 @@ def _spec(cfg, family):
     s.scale = float(cfg.get("attention_multiplier", 1.0))
     s.inter = _pos(cfg, "intermediate_size", 11008)
     s.E = cfg.get("num_local_experts", 8)
-    s.k = _pos(cfg, "num_experts_per_tok", 2)
+    # With 0 experts the MoE is never built (num_experts_per_tok, 0 in such configs, is not read).
+    s.k = _pos(cfg, "num_experts_per_tok", 2) if s.E > 0 else None
     s.shared = _pos(cfg, "shared_intermediate_size", 1024)
     s.gmult = {k: float(cfg.get(k, 1.0)) for k in ("embedding_multiplier", "residual_multiplier",
                                                     "logits_scaling")}
@@ -585,7 +598,7 @@ def _weight_shapes(s):
                 for e in range(moe[1]):
                     _glu_shapes(w, p + f"feed_forward.experts.{e}.", D, s.inter)
         elif f in ("bamba", "falcon_h1"):
-            _glu_shapes(w, p + "feed_forward.", D, s.inter, f == "falcon_h1" and s.mlp_bias)
+            _glu_shapes(w, p + "feed_forward.", D, s.inter, s.mlp_bias)
         else:  # granite
             w[p + "shared_mlp.input_linear.weight"] = (2 * s.shared, D)
             w[p + "shared_mlp.output_linear.weight"] = (D, s.shared)
