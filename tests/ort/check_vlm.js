@@ -4,19 +4,25 @@
 //   (w) -emit=weights lists the checkpoint's tensors, names and shapes;
 //   (v) the vision encoder reproduces HF's image_features from pixel_values
 //       (and image_grid_thw / pixel_attention_mask);
+//   (e) the embedding graph's outputs beside inputs_embeds are what HF
+//       derives from input_ids (Qwen3-VL's visual_pos_masks);
 //   (a) vision, embedding and decoder chained reproduce the full-forward
 //       logits of the batch-2 input (Gemma 3 with token_type_ids, Qwen with
-//       HF's M-RoPE position_ids, Qwen3-VL with deepstack);
+//       HF's M-RoPE position_ids, Qwen3-VL with deepstack); the decoder is
+//       fed only the text model's inputs, the embedding graph's outputs and
+//       the vision encoder's (and Gemma 3's token_type_ids): an input no
+//       graph produces fails;
 //   (g) row 0 with image 0: prefill then 6 single-token steps through the
 //       KV cache (text-only embedding calls, zero-row image features) give
 //       HF's greedy tokens exactly and its step logits;
 //   (t) a text-only prompt through the package (zero-row image features)
 //       gives the logits of the text model (the arch's main graph, emitted
 //       as one file), prefill and two cached steps.
-// With --dtype f16 --rel-tol R: the f16 package, features and logits
-// within R x max|.| of HF's float32 values, greedy tokens equal wherever
-// HF's top-1/top-2 gap exceeds twice that tolerance.
-// Usage: check_vlm.js --archc BIN --case DIR --work DIR [--dtype f16 --rel-tol R]
+// With --dtype f16: the f16 package, features and logits within R x
+// max|.| of HF's float32 values, greedy tokens equal wherever HF's
+// top-1/top-2 gap exceeds twice that tolerance; R is --rel-tol, else the
+// class's bound in tests/ort/f16_bounds.json (check_dtype.js's rule).
+// Usage: check_vlm.js --archc BIN --case DIR --work DIR [--dtype f16 [--rel-tol R] [--bounds FILE]]
 // Exit 0 = pass, 1 = fail, 77 = fixture folder absent (skipped).
 'use strict';
 const fs = require('fs');
@@ -24,7 +30,7 @@ const path = require('path');
 const { execFileSync } = require('child_process');
 const { readSafetensors } = require('./lib/safetensors');
 const { Decoder } = require('./lib/decoder');
-const { VlmPackage, values, i64, bool } = require('./lib/vlm');
+const { VlmPackage, values, i64 } = require('./lib/vlm');
 
 function parseArgs() {
   const a = {};
@@ -62,6 +68,20 @@ function rowsOf(t, lo, hi) {
   return { dtype: t.dtype, shape: [hi - lo, ...t.shape.slice(1)], data: t.data.slice(lo * per, hi * per) };
 }
 
+/// The half-precision bound, as check_dtype.js takes it: --rel-tol, else
+/// the class's portable bound in tests/ort/f16_bounds.json (or --bounds).
+function halfBound(a, cls) {
+  if (a['rel-tol']) return Number(a['rel-tol']);
+  const file = a.bounds || path.join(__dirname, 'f16_bounds.json');
+  const bounds = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')).bounds : {};
+  const b = bounds[cls];
+  if (b === undefined) {
+    console.log(`FAIL: ${file} has no half-precision bound for ${cls}: give --rel-tol`);
+    process.exit(1);
+  }
+  return b.portable;
+}
+
 async function main() {
   const args = parseArgs();
   if (!fs.existsSync(path.join(args.case, 'expected.safetensors'))) {
@@ -69,10 +89,10 @@ async function main() {
     process.exit(1);
   }
   const half = args.dtype === 'f16';
-  const relTol = half ? Number(args['rel-tol']) : 1e-4;
   fs.mkdirSync(args.work, { recursive: true });
   const name = path.basename(args.case);
   const config = JSON.parse(fs.readFileSync(path.join(args.case, 'config.json'), 'utf8'));
+  const relTol = half ? halfBound(args, (config.architectures || [])[0]) : 1e-4;
   const type = config.model_type;
   const pkgDir = path.join(args.work, half ? 'pkg-f16' : 'pkg') + '/';
   fs.rmSync(pkgDir, { recursive: true, force: true });
@@ -136,15 +156,16 @@ async function main() {
     }
     return v;
   };
-  // Per-model decoder inputs of token rows `r` (image features given).
+  // Per-model decoder inputs of token rows `r` beside the text model's and
+  // the embedding graph's outputs: the vision encoder's other outputs
+  // (Qwen3-VL's deepstack_features) and Gemma 3's token_type_ids (the
+  // processor's). Qwen3-VL's visual_pos_masks comes from the embedding
+  // graph (checked against input_ids == image_token_id below).
   const extras = (r, vision, tokenTypes) => {
     const e = {};
     const b = r.length, s = r[0].length;
     if (type === 'gemma3') e.token_type_ids = i64(tokenTypes.flat(), [b, s]);
-    if (type === 'qwen3_vl') {
-      e.visual_pos_masks = bool(r.flat().map((t) => t === imageToken), [b, s]);
-      e.deepstack_features = vision.deepstack_features;
-    }
+    for (const [n, t] of Object.entries(vision)) if (n !== 'image_features') e[n] = t;
     return e;
   };
   const tokenTypesOf = (b) => exp.token_type_ids
@@ -164,6 +185,16 @@ async function main() {
 
   // (a) batch-2 prefill through embedding and decoder.
   const embeds = await pkg.embed(rows, vision.image_features);
+  // The embedding graph's other outputs are what HF derives from input_ids
+  // (Qwen3-VL: visual_pos_masks = input_ids == image_token_id).
+  for (const [n, t] of Object.entries(embeds)) {
+    if (n === 'inputs_embeds') continue;
+    const want = rows.flat().map((tok) => (tok === imageToken ? 1 : 0));
+    const got = Array.from(t.data, Number);
+    const ok = n === 'visual_pos_masks' && got.length === want.length && got.every((v, i) => v === want[i]);
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${half ? ' f16' : ''} (e) embedding output ${n} = input_ids == image_token_id`);
+    if (!ok) failures.push(`(e) ${n}`);
+  }
   const full = await pkg.decode(embeds, rows.map(() => new Array(S).fill(1)),
     positionsOf(range(0, B), 0, S), pkg.emptyState(B),
     extras(rows, vision, range(0, B).map(tokenTypesOf)));

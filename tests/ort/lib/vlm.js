@@ -120,32 +120,40 @@ class VlmPackage {
     return state;
   }
 
-  /// inputs_embeds of token rows with `features` (an ort tensor, or null
-  /// for a text-only step).
+  /// The embedding graph over token rows with `features` (an ort tensor,
+  /// or null for a text-only step): its outputs by name (inputs_embeds, and
+  /// what else the family's embedding derives from input_ids for the
+  /// decoder, Qwen3-VL's visual_pos_masks).
   async embed(rows, features) {
     const b = rows.length, s = rows[0].length;
-    const out = await this.embedding.run({
+    return this.embedding.run({
       input_ids: i64(rows.flat(), [b, s]),
       image_features: features || this.emptyLike('image_features'),
     });
-    return out.inputs_embeds;
   }
 
-  /// One decoder call. `extra` holds per-model inputs by name (ort
-  /// tensors); missing ones get their text-only value (token_type_ids 0,
-  /// visual_pos_masks false, zero-row deepstack features).
-  async decode(embeds, mask, positions, state, extra) {
+  /// One decoder call on the embedding graph's outputs `embedded`. The
+  /// decoder's inputs come from the text model's own (inputs_embeds, the
+  /// mask, positions, the cache), the embedding graph's outputs, and
+  /// `extra` (per-model inputs by name: the vision encoder's outputs,
+  /// Gemma 3's token_type_ids). A vision output not given is a text-only
+  /// step's (zero image rows), a token_type_ids not given is all text;
+  /// any other input no graph produces is an error.
+  async decode(embedded, mask, positions, state, extra) {
+    const embeds = embedded.inputs_embeds;
     const [b, s] = embeds.dims;
     const feeds = { inputs_embeds: embeds, ...state };
+    for (const [name, t] of Object.entries(embedded))
+      if (this.decoderInputs.has(name)) feeds[name] = t;
     feeds.attention_mask = i64(mask.flat(), [b, mask[0].length]);
     const pos = this.decoderInputs.get('position_ids');
     feeds.position_ids = i64(positions.flat(2), pos.shape.length === 3 ? [3, b, s] : [b, s]);
     for (const [name, m] of this.decoderInputs) {
       if (name in feeds) continue;
       if (extra && extra[name]) { feeds[name] = extra[name]; continue; }
-      if (m.type === 'bool') feeds[name] = bool(new Array(b * s).fill(0), [b, s]);
-      else if (m.type === 'int64') feeds[name] = i64(new Array(b * s).fill(0), [b, s]);
-      else feeds[name] = this.emptyLike(name);
+      if (this.vision.outputNames.includes(name)) feeds[name] = this.emptyLike(name);
+      else if (name === 'token_type_ids') feeds[name] = i64(new Array(b * s).fill(0), [b, s]);
+      else throw new Error(`decoder input ${name} (${m.type}) is produced by no graph of the package`);
     }
     const out = await this.decoder.run(feeds);
     const next = {};

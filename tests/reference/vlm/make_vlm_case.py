@@ -119,7 +119,7 @@ def main():
             exp["image_grid_thw"] = grids
         else:
             size = vc.get("image_size", 224)
-            P = vc.get("patch_size", 16)
+            P = vc.get("patch_size", 16 if kind == "gemma3" else 32)  # SigLIP / CLIP, SmolVLM
             n = (size // P) ** 2
             if kind == "gemma3":
                 tokens = [c.get("mm_tokens_per_image", 256)] * n_img

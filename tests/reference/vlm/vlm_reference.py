@@ -97,6 +97,18 @@ def rotate_half(x):
 # ---------------------------------------------------------------------------
 # text decoders
 # ---------------------------------------------------------------------------
+# The text classes' defaults the reference reads (transformers 5.3): kv heads
+# (None: the head count), head_dim (None: hidden // heads), RMSNorm eps and
+# the default RoPE base (Gemma 3's bases are per layer type, below).
+TEXT_DEFAULTS = {
+    "llava": {"kv": None, "head_dim": None, "eps": 1e-6, "theta": 10000.0},      # LlamaConfig
+    "smolvlm": {"kv": None, "head_dim": None, "eps": 1e-6, "theta": 10000.0},    # LlamaConfig
+    "qwen2_5_vl": {"kv": 8, "head_dim": None, "eps": 1e-5, "theta": 1000000.0},  # Qwen2_5_VLTextConfig
+    "qwen3_vl": {"kv": 32, "head_dim": 128, "eps": 1e-6, "theta": 500000.0},     # Qwen3VLTextConfig
+    "gemma3": {"kv": 4, "head_dim": 256, "eps": 1e-6, "theta": 1000000.0},       # Gemma3TextConfig
+}
+
+
 class Text:
     """The text model of a VLM: llama (llava, smolvlm), qwen2 (qwen2_5_vl,
     with chunked M-RoPE), qwen3 (qwen3_vl, interleaved M-RoPE, q/k norms),
@@ -108,16 +120,26 @@ class Text:
         self.D = tc["hidden_size"]
         self.L = tc["num_hidden_layers"]
         self.H = tc["num_attention_heads"]
-        self.KV = g("num_key_value_heads", self.H)
+        d = TEXT_DEFAULTS[kind]
+        # An absent key takes the text class's default; a null kv count is
+        # the head count (every class's __post_init__).
+        kv = tc.get("num_key_value_heads", d["kv"])
+        self.KV = self.H if kv is None else kv
         self.V = tc["vocab_size"]
         if kind == "qwen2_5_vl":
             self.hd = self.D // self.H  # Qwen2_5_VLAttention ignores head_dim
         else:
-            self.hd = g("head_dim") or self.D // self.H
-        self.eps = g("rms_norm_eps", 1e-6)
-        self.act = act(g("hidden_act", g("hidden_activation", "silu")))
-        rp = g("rope_parameters") or g("rope_scaling") or {}
-        self.theta = rp.get("rope_theta", g("rope_theta", 10000.0))
+            self.hd = g("head_dim", d["head_dim"]) or self.D // self.H
+        self.eps = g("rms_norm_eps", d["eps"])
+        if kind == "gemma3":
+            self.act = act(g("hidden_activation", "gelu_pytorch_tanh"))
+        else:
+            self.act = act(g("hidden_act", "silu"))
+        # transformers-4 rope_scaling replaces rope_parameters; rope_theta
+        # fills a dict without one, else the class's default theta.
+        rp = (g("rope_parameters") or g("rope_scaling") if kind == "gemma3"
+              else g("rope_scaling") or g("rope_parameters")) or {}
+        self.theta = rp.get("rope_theta", g("rope_theta", d["theta"]))
         if kind == "gemma3":
             self._gemma_setup(tc, rp)
         else:
@@ -127,7 +149,9 @@ class Text:
             if g("sliding_window") and g("use_sliding_window", kind in ("llava", "smolvlm")) \
                     and tc.get("model_type") == "mistral":
                 raise ValueError("sliding windows are not supported by the reference")
-            self.mrope = rp.get("mrope_section")
+            # Qwen3-VL's text rotary falls back to [24, 20, 20]; Qwen2.5-VL
+            # requires the key.
+            self.mrope = rp.get("mrope_section", [24, 20, 20] if kind == "qwen3_vl" else None)
             self.interleaved = kind == "qwen3_vl"
         self.head_w = head
 
@@ -298,6 +322,28 @@ def conv_patches(pixels, weight, bias, P):
     return y if bias is None else y + bias
 
 
+# The composite config class's default of its top-level tie_word_embeddings:
+# Gemma3Config True; LlavaConfig, SmolVLMConfig, Qwen3VLConfig False;
+# Qwen2_5_VLConfig False (the released transformers-4 class, and transformers
+# 5's Qwen2VLConfig it derives from; early transformers-5 copies declared
+# none, PreTrainedConfig's True).
+TIE_DEFAULT = {"gemma3": True, "qwen2_5_vl": False, "llava": False, "smolvlm": False, "qwen3_vl": False}
+
+
+def head_tied(c):
+    """Whether lm_head is the embedding: transformers 5's
+    *ForConditionalGeneration ties by the composite config's top-level
+    tie_word_embeddings, never by text_config's; LlavaConfig.__post_init__
+    sets the top-level flag when text_config's is true (text_config's default:
+    its class's, LlamaConfig's False). A flat Qwen2.5-VL config (no
+    text_config) has the one key."""
+    kind = c["model_type"]
+    tied = c.get("tie_word_embeddings", TIE_DEFAULT[kind])
+    if kind == "llava" and not tied:
+        tied = bool((c.get("text_config") or {}).get("tie_word_embeddings", False))
+    return bool(tied)
+
+
 def vision_cfg(c, key, default):
     return c["vision_config"].get(key, default)
 
@@ -309,9 +355,7 @@ class VlmModel:
         self.kind = config["model_type"]
         tc = config.get("text_config") or config
         self.tc = tc
-        tied = config.get("tie_word_embeddings", tc.get("tie_word_embeddings", False))
-        if self.kind == "gemma3":
-            tied = tc.get("tie_word_embeddings", True)
+        tied = head_tied(config)
         prefix, head_name = {
             "gemma3": ("language_model.model", "language_model.lm_head.weight"),
             "llava": ("language_model.model", "language_model.lm_head.weight"),
@@ -354,12 +398,15 @@ class VlmModel:
         return f.reshape(-1, f.shape[-1]), {}
 
     def _vision_llava(self, inp):
+        # vision_config is a dict here: its missing keys take
+        # CLIPVisionConfig's defaults (LlavaConfig's LLaVA-1.5 sizes apply
+        # only to an absent vision_config).
         c, w = self.c, self.w
         vp = "vision_tower.vision_model."
-        D = vision_cfg(c, "hidden_size", 1024)
-        P = vision_cfg(c, "patch_size", 14)
+        D = vision_cfg(c, "hidden_size", 768)
+        P = vision_cfg(c, "patch_size", 32)
         eps = vision_cfg(c, "layer_norm_eps", 1e-5)
-        L = vision_cfg(c, "num_hidden_layers", 24)
+        L = vision_cfg(c, "num_hidden_layers", 12)
         x = conv_patches(inp["pixel_values"], w[vp + "embeddings.patch_embedding.weight"], None, P)
         N = x.shape[0]
         cls = np.broadcast_to(w[vp + "embeddings.class_embedding"], (N, 1, D))
@@ -369,7 +416,7 @@ class VlmModel:
         actf = act(vision_cfg(c, "hidden_act", "quick_gelu"))
         states = [x]
         for i in range(L):  # HF runs every layer (output_hidden_states=True)
-            x = vit_layer(x, w, f"{vp}encoder.layers.{i}.", vision_cfg(c, "num_attention_heads", 16), eps, actf)
+            x = vit_layer(x, w, f"{vp}encoder.layers.{i}.", vision_cfg(c, "num_attention_heads", 12), eps, actf)
             states.append(x)
         layer = c.get("vision_feature_layer", -2)
         strategy = c.get("vision_feature_select_strategy", "default")
@@ -651,8 +698,9 @@ def _vit_layer_shapes(pre, D, I):
 
 def _text_shapes(kind, tc, prefix, head, tied):
     D, L, H = tc["hidden_size"], tc["num_hidden_layers"], tc["num_attention_heads"]
-    KV = tc.get("num_key_value_heads", H)
-    hd = D // H if kind == "qwen2_5_vl" else (tc.get("head_dim") or D // H)
+    d = TEXT_DEFAULTS[kind]
+    KV = tc.get("num_key_value_heads", d["kv"]) or H
+    hd = D // H if kind == "qwen2_5_vl" else (tc.get("head_dim", d["head_dim"]) or D // H)
     I, V = tc["intermediate_size"], tc["vocab_size"]
     s = {f"{prefix}.embed_tokens.weight": [V, D], f"{prefix}.norm.weight": [D]}
     for i in range(L):
@@ -689,10 +737,9 @@ def expected_weight_shapes(c):
     kind = c["model_type"]
     tc = c.get("text_config") or c
     vc = c["vision_config"]
-    tied = c.get("tie_word_embeddings", tc.get("tie_word_embeddings", False))
+    tied = head_tied(c)
     s = {}
     if kind == "gemma3":
-        tied = tc.get("tie_word_embeddings", True)
         s.update(_text_shapes(kind, tc, "language_model.model", "language_model.lm_head.weight", tied))
         D, I, P = vc.get("hidden_size", 768), vc.get("intermediate_size", 3072), vc.get("patch_size", 16)
         n = (vc.get("image_size", 224) // P) ** 2
@@ -720,15 +767,15 @@ def expected_weight_shapes(c):
         s["multi_modal_projector.mm_input_projection_weight"] = [D, tc["hidden_size"]]
     elif kind == "llava":
         s.update(_text_shapes(kind, tc, "language_model.model", "language_model.lm_head.weight", tied))
-        D, I, P = vc.get("hidden_size", 1024), vc.get("intermediate_size", 4096), vc.get("patch_size", 14)
-        n = (vc.get("image_size", 336) // P) ** 2
+        D, I, P = vc.get("hidden_size", 768), vc.get("intermediate_size", 3072), vc.get("patch_size", 32)
+        n = (vc.get("image_size", 224) // P) ** 2
         vp = "vision_tower.vision_model."
         s[vp + "embeddings.patch_embedding.weight"] = [D, vc.get("num_channels", 3), P, P]
         s[vp + "embeddings.class_embedding"] = [D]
         s[vp + "embeddings.position_embedding.weight"] = [n + 1, D]
         s[vp + "pre_layrnorm.weight"] = [D]
         s[vp + "pre_layrnorm.bias"] = [D]
-        for i in range(vc.get("num_hidden_layers", 24)):
+        for i in range(vc.get("num_hidden_layers", 12)):
             s.update(_vit_layer_shapes(f"{vp}encoder.layers.{i}.", D, I))
         s[vp + "post_layernorm.weight"] = [D]
         s[vp + "post_layernorm.bias"] = [D]
