@@ -3,8 +3,11 @@ modeling_deepseek_v4.py / configuration_deepseek_v4.py (uncached forward), with 
 names the hub ships (embed.weight, layers.N.attn.wq_a.weight, layers.N.ffn.experts.E.w1.weight,
 hc_head_fn, head.weight, ...).
 
-- Config: layer_types from legacy compress_ratios (0 -> sliding, 4 -> CSA, 128 -> HCA) with the rates of
-  compress_rates (default CSA 4, HCA 128); mlp_layer_types from num_hash_layers (default 3) hash layers;
+- Config: layer_types, else from legacy compress_ratios (0 -> sliding, 4 -> CSA, 128 -> HCA), else two HCA
+  layers then CSA / HCA alternating; the rates of compress_rates (default CSA 4, HCA 128) with the legacy
+  compress_rate_csa / compress_rate_hca replacing its entries; mlp_layer_types (hash_moe / moe), else
+  num_hash_layers (default 3) hash layers; mlp_bias: the shared expert's biases (LlamaMLP; the routed
+  experts have none);
   RoPE "main" (rope_theta, no scaling) for sliding layers, "compress" (compress_rope_theta with the
   config's rope_scaling; YaRN with attention_factor 1.0) for CSA/HCA layers and their compressors and
   indexer; rope on the last qk_rope_head_dim dims, interleaved pairs.
@@ -46,7 +49,8 @@ class Spec:
             "num_nextn_predict_layers", "o_groups", "o_lora_rank", "q_lora_rank", "qk_rope_head_dim",
             "rms_norm_eps", "rope_scaling", "rope_theta", "routed_scaling_factor", "scoring_func",
             "sliding_window", "swiglu_limit", "tie_word_embeddings", "topk_method", "torch_dtype",
-            "vocab_size", "initializer_range", "attention_dropout", "use_cache", "transformers_version"}
+            "vocab_size", "initializer_range", "attention_dropout", "use_cache", "transformers_version",
+            "layer_types", "mlp_layer_types", "mlp_bias", "compress_rate_csa", "compress_rate_hca"}
         unknown = set(c) - known
         if unknown:
             raise ValueError(f"deepseek_v4: unsupported config keys {sorted(unknown)}")
@@ -68,11 +72,30 @@ class Spec:
         rates = c.get("compress_rates") or {}
         csa = rates.get("compressed_sparse_attention", 4)
         hca = rates.get("heavily_compressed_attention", 128)
-        ratios = c["compress_ratios"][: self.L]
-        self.kind = [_TYPE_OF_RATIO[x] for x in ratios]
+        if c.get("compress_rate_csa") is not None:
+            csa = c["compress_rate_csa"]
+        if c.get("compress_rate_hca") is not None:
+            hca = c["compress_rate_hca"]
+        if c.get("layer_types") is not None:
+            self.kind = list(c["layer_types"][: self.L])
+            if len(self.kind) != self.L or any(k not in _TYPE_OF_RATIO.values() for k in self.kind):
+                raise ValueError(f"deepseek_v4: layer_types {c['layer_types']} invalid")
+        elif c.get("compress_ratios") is not None:
+            self.kind = [_TYPE_OF_RATIO[x] for x in c["compress_ratios"][: self.L]]
+        else:
+            self.kind = (["heavily_compressed_attention"] * min(self.L, 2)
+                         + ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"
+                            for i in range(max(self.L - 2, 0))])
         self.m = [csa if k == "compressed_sparse_attention" else hca if k == "heavily_compressed_attention"
                   else 0 for k in self.kind]
-        self.hash = [i < c.get("num_hash_layers", 3) for i in range(self.L)]
+        if c.get("mlp_layer_types") is not None:
+            mt = list(c["mlp_layer_types"][: self.L])
+            if len(mt) != self.L or any(t not in ("hash_moe", "moe") for t in mt):
+                raise ValueError(f"deepseek_v4: mlp_layer_types {c['mlp_layer_types']} invalid")
+            self.hash = [t == "hash_moe" for t in mt]
+        else:
+            self.hash = [i < c.get("num_hash_layers", 3) for i in range(self.L)]
+        self.mlp_bias = bool(c.get("mlp_bias", False))
         self.nI = c.get("index_n_heads", 64)
         self.dI = c.get("index_head_dim", 128)
         self.topk_I = c.get("index_topk", 512)
@@ -194,6 +217,10 @@ def expected_weight_shapes(cfg, family):
         w[f + "shared_experts.w1.weight"] = (s.I, D)
         w[f + "shared_experts.w3.weight"] = (s.I, D)
         w[f + "shared_experts.w2.weight"] = (D, s.I)
+        if s.mlp_bias:
+            w[f + "shared_experts.w1.bias"] = (s.I,)
+            w[f + "shared_experts.w3.bias"] = (s.I,)
+            w[f + "shared_experts.w2.bias"] = (D,)
     return w
 
 
@@ -348,9 +375,13 @@ class Model(hf_reference.GreedyMixin):
         wt = wt / (wt.sum(-1, keepdims=True) + 1e-20) * s.scale
 
         def mlp(v, q):
-            g = np.minimum(v @ w[q + "w1.weight"].T, s.limit)
-            u = np.clip(v @ w[q + "w3.weight"].T, -s.limit, s.limit)
-            return (g * _sigmoid(g) * u) @ w[q + "w2.weight"].T
+            def lin(x, n):
+                b = w.get(q + n + ".bias")
+                y = x @ w[q + n + ".weight"].T
+                return y if b is None else y + b
+            g = np.minimum(lin(v, "w1"), s.limit)
+            u = np.clip(lin(v, "w3"), -s.limit, s.limit)
+            return lin(g * _sigmoid(g) * u, "w2")
 
         out = np.zeros_like(x)
         B, S, _ = x.shape
