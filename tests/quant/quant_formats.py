@@ -193,6 +193,41 @@ def matmulnbits_decode(b, scales, zero_points, n, k, bits, block):
     return w[:, :k]
 
 
+def round_to_nearest_error(w, bits, block, asymmetric, scale_dtype=np.float32):
+    """Relative L2 error of plain round-to-nearest block quantization of W [N, K] along K at `bits`,
+    blocks of `block` (zero-padded), the best of the textbook scale choices: symmetric, absmax / (2^(b-1) - 1)
+    or the signed absmax mapped to -2^(b-1) (the full code range); asymmetric, (max - min) / (2^b - 1) with the
+    block's range widened to hold 0 and a rounded zero point; scales rounded to `scale_dtype` (the precision the
+    model stores them in) before rounding the values. The yardstick a quantizer's error is held to."""
+    w = np.asarray(w, np.float64)
+    n, k = w.shape
+    nb = -(-k // block)
+    x = np.zeros((n, nb * block))
+    x[:, :k] = w
+    x = x.reshape(n, nb, block)
+    levels, mid = 2 ** bits, 2 ** (bits - 1)
+
+    def err(deq):
+        return float(np.linalg.norm((deq - x).reshape(n, -1)[:, :k]) / max(np.linalg.norm(w), 1e-30))
+
+    if asymmetric:
+        lo, hi = np.minimum(x.min(-1), 0.0), np.maximum(x.max(-1), 0.0)
+        scale = ((hi - lo) / (levels - 1)).astype(scale_dtype).astype(np.float64)
+        safe = np.where(scale > 0, scale, 1.0)[..., None]
+        zp = np.clip(np.round(-lo[..., None] / safe), 0, levels - 1)
+        q = np.clip(np.round(x / safe) + zp, 0, levels - 1)
+        return err((q - zp) * safe * (scale[..., None] > 0))
+    best = np.inf
+    idx = np.abs(x).argmax(-1)[..., None]
+    signed = np.take_along_axis(x, idx, -1)
+    for scale in (np.abs(signed) / (mid - 1), signed / -mid):
+        scale = scale.astype(scale_dtype).astype(np.float64)
+        safe = np.where(scale != 0, scale, 1.0)
+        q = np.clip(np.round(x / safe), -mid, mid - 1)
+        best = min(best, err(q * safe * (scale != 0)))
+    return best
+
+
 def gather_block_quantized_decode(data, scales, zero_points, bits, block, cols):
     """GatherBlockQuantized (uint8 data packed along the last axis, quantize_axis 1) -> table [V, cols]."""
     v = data.shape[0]
