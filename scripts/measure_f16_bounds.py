@@ -14,6 +14,14 @@ the family's graph (11-bit significands accumulating over the layers), and
 the headroom allows for another CPU or ONNX Runtime build rounding
 differently. The file records each fixture's measurement, so a reviewer can
 see what every bound rests on.
+
+Each measurement also records `weight_floor`: the same error of the float32
+graph over the checkpoint's weights rounded to half precision
+(check_dtype.js --round-weights), what half-precision weights cost whatever
+the graph computes in. An error near its floor is the fixture's own
+sensitivity (a near-tied routing decision, a model that amplifies any
+perturbation), not the graph's arithmetic; the script names the fixtures
+whose floor alone leaves a bound no room below half HF's first-step gap.
 """
 import argparse
 import glob
@@ -63,9 +71,18 @@ def main():
                               f"{(r.stdout + r.stderr).strip()[-300:]}")
                 continue
             m = json.loads(line)
+            r = subprocess.run(cmd + ["--round-weights"], capture_output=True,
+                               text=True)
+            line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+            if r.returncode != 0 or not line.startswith("{"):
+                failed.append(f"{os.path.basename(case)} {target} "
+                              f"(rounded weights): "
+                              f"{(r.stdout + r.stderr).strip()[-300:]}")
+                continue
+            m["weight_floor"] = json.loads(line)["relative_error"]
             measured.append(m)
             print(f"{m['case']:40s} {target:8s} {m['relative_error']:.3e}"
-                  f" gap {m['first_gap']:.3e}"
+                  f" gap {m['first_gap']:.3e} floor {m['weight_floor']:.3e}"
                   f"{'' if m['tokens_equal'] else '  tokens differ'}")
     bounds = {}
     for m in measured:
@@ -86,6 +103,11 @@ def main():
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    for m in measured:
+        if 2 * round_up(HEADROOM * m["weight_floor"]) >= m["first_gap"]:
+            print(f"no room: {m['case']} {m['target']}: half-precision "
+                  f"weights alone err by {m['weight_floor']:.3e}, HF's "
+                  f"first-step gap is {m['first_gap']:.3e}")
     for f in failed:
         print("could not measure " + f)
     return 1 if failed else 0

@@ -15,15 +15,19 @@
 // check outright: such a check would pass a wrong first token.
 // Usage: check_dtype.js --archc BIN [--arch FILE.arch] --case DIR --work DIR
 //                       --dtype f16 [--target portable|ort] [--bounds FILE]
-//                       [--rel-tol R] [--measure]
+//                       [--rel-tol R] [--measure] [--round-weights]
 // --rel-tol overrides the family's bound; --measure prints the measured
 // relative error as JSON for scripts/measure_f16_bounds.py and checks
-// nothing. Exit 0 = pass, 1 = fail.
+// nothing. --round-weights runs the float32 graph instead, over the
+// checkpoint with every tensor the --dtype model stores in that dtype
+// rounded to it (round to nearest even) and back: the error half-precision
+// weights cost on their own, whatever the graph computes in. Exit 0 = pass,
+// 1 = fail.
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const { execFileSync } = require('child_process');
-const { readSafetensors } = require('./lib/safetensors');
+const { readSafetensors, writeSafetensors } = require('./lib/safetensors');
 const { Decoder } = require('./lib/decoder');
 
 function parseArgs() {
@@ -31,7 +35,7 @@ function parseArgs() {
   const argv = process.argv.slice(2);
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i].replace(/^--/, '');
-    if (k === 'measure') a.measure = true;
+    if (k === 'measure' || k === 'round-weights') a[k] = true;
     else a[k] = argv[++i];
   }
   for (const k of ['archc', 'case', 'work', 'dtype'])
@@ -51,6 +55,47 @@ function familyBound(a, cls) {
     process.exit(1);
   }
   return b[a.target === 'ort' ? 'ort' : 'portable'] ?? b.portable;
+}
+
+/// Rounds float32 values in place to the nearest (ties to even) float16 or
+/// bfloat16 value, kept as float32.
+function roundTo(data, dtype) {
+  const u = new Uint32Array(data.buffer, data.byteOffset, data.length);
+  for (let i = 0; i < data.length; i++) {
+    const x = data[i];
+    if (!Number.isFinite(x)) continue;
+    if (dtype === 'bf16') {
+      u[i] = (u[i] + 0x7fff + ((u[i] >>> 16) & 1)) & 0xffff0000;
+      continue;
+    }
+    // float16: 11 significant bits, quantum 2^-24 below the normal range.
+    const e = Math.max(((u[i] >>> 23) & 0xff) - 127, -14);
+    const q = 2 ** (e - 10);
+    const v = Math.abs(x) / q; // exact
+    let r = Math.floor(v);
+    if (v - r > 0.5 || (v - r === 0.5 && r % 2 === 1)) r += 1;
+    const y = r * q;
+    data[i] = y > 65504 ? Math.sign(x) * Infinity : Math.sign(x) * y;
+  }
+}
+
+/// The fixture's checkpoint with the tensors the `dtype` model stores in
+/// that dtype (archc -emit=weights) rounded to it; returns its path.
+function roundedWeights(a) {
+  const listed = execFileSync(a.archc, [...(a.arch ? [a.arch] : []), '--config',
+    path.join(a.case, 'config.json'), '-emit=weights', `--dtype=${a.dtype}`],
+  { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const narrow = new Set();
+  for (const line of listed.split('\n')) {
+    const m = /^(\S+) \[[^\]]*\] (\S+)$/.exec(line);
+    if (m && m[2] === a.dtype) narrow.add(m[1]);
+  }
+  const ckpt = readSafetensors(path.join(a.case, 'model.safetensors'));
+  for (const [name, t] of Object.entries(ckpt.tensors))
+    if (t.dtype === 'F32' && narrow.has(name)) roundTo(t.data, a.dtype);
+  const out = path.join(a.work, 'rounded.safetensors');
+  writeSafetensors(out, ckpt.tensors, ckpt.metadata);
+  return out;
 }
 
 function top2Gap(data, off, n) {
@@ -75,12 +120,15 @@ async function main() {
     console.log(`FAIL: fixture ${a.case} not found`);
     process.exit(1);
   }
-  const cfg = JSON.parse(fs.readFileSync(path.join(a.case, 'config.json'), 'utf8'));
+  // Python's json writes Infinity and NaN (Mamba-2's time_step_limit).
+  const cfgText = fs.readFileSync(path.join(a.case, 'config.json'), 'utf8');
+  const cfg = JSON.parse(cfgText.replace(/-?\bInfinity\b|\bNaN\b/g, 'null'));
   const cls = (cfg.architectures || [])[0];
   fs.mkdirSync(a.work, { recursive: true });
   const model = path.join(a.work, 'model.onnx');
+  const weights = a['round-weights'] ? roundedWeights(a) : path.join(a.case, 'model.safetensors');
   execFileSync(a.archc, [...(a.arch ? [a.arch] : []), '--config', path.join(a.case, 'config.json'),
-    '-emit=onnx', '--weights', path.join(a.case, 'model.safetensors'), `--dtype=${a.dtype}`,
+    '-emit=onnx', '--weights', weights, `--dtype=${a['round-weights'] ? 'f32' : a.dtype}`,
     `--target=${a.target || 'portable'}`, '-o', model],
   { stdio: ['ignore', 'inherit', 'inherit'] });
   const exp = readSafetensors(path.join(a.case, 'expected.safetensors')).tensors;
@@ -122,6 +170,7 @@ async function main() {
   const measured = Math.max(prefill, ...stepDiffs) / scale;
   if (a.measure) {
     console.log(JSON.stringify({ case: name, class: cls, target: a.target || 'portable',
+      ...(a['round-weights'] ? { weights_rounded_to: a.dtype } : {}),
       relative_error: measured, first_gap: gaps[0] / scale,
       tokens_equal: got.length === steps && got.every((t, j) => t === want[j]) }));
     return;
