@@ -65,10 +65,19 @@ def cases(fixture_dirs):
         for cfg in sorted(glob.glob(os.path.join(d, "*", "config.json"))):
             name = os.path.basename(os.path.dirname(cfg))
             found.append((name, cfg, "fixture " + os.path.basename(d)))
-    for d in ("tests/reference/cases", "tests/reference/vlm/cases"):
+    # Reference variants, and the configs lit/config/refusals.test shows
+    # refused (a field whose every other value is refused is covered by
+    # its refusal).
+    for d, kind in (("tests/reference/cases", "reference"), ("tests/reference/vlm/cases", "reference"),
+                    ("lit/config/Inputs/refusals", "refusal")):
         for cfg in sorted(glob.glob(os.path.join(ROOT, d, "*.json"))):
             name = os.path.splitext(os.path.basename(cfg))[0]
-            found.append((name, cfg, "reference"))
+            found.append((name, cfg, kind))
+    # Configs a lit test proves equivalent to a covered one (the
+    # Llama4ForConditionalGeneration composite: the IR of its flattened
+    # text_config).
+    for rel in ("lit/weights/Inputs/llama4-multimodal-tiny.json",):
+        found.append((os.path.splitext(os.path.basename(rel))[0], os.path.join(ROOT, rel), "lit"))
     out = []
     for name, path, kind in found:
         with open(path) as f:
@@ -165,17 +174,19 @@ def render(archc, fixture_dirs):
         rows = []
         uncovered = []
         for f in s["fields"]:
-            paths = [f["name"]] + f["aliases"]
-            covering = setting(mine, paths, f["name"], hf)
+            # A root-anchored alias ("/key") names a top-level key.
+            paths = [f["name"]] + [a.lstrip("/") for a in f["aliases"]]
+            hf_name = next((p for p in paths if p in hf), f["name"])
+            covering = setting(mine, paths, hf_name, hf)
             if not covering and f["name"] in ROPE_KEYS:
                 # The RoPE parameters come as one dict under any spelling.
                 covering = setting(mine, sorted(ROPE_KEYS), None, hf)
-            if not covering and f["name"] in SHARED_KEYS:
+            if not covering and set(paths) & SHARED_KEYS:
                 # Code every family shares (the activations, tying): a case
                 # of any family exercises it.
                 covering = [f"{n} (shared)" for n in
-                            setting(all_cases, paths, f["name"], hf)][:1]
-            dflt = hf.get(f["name"])
+                            setting(all_cases, paths, hf_name, hf)][:1]
+            dflt = hf.get(hf_name)
             if not covering and isinstance(dflt, (int, float)) and \
                     not isinstance(dflt, bool):
                 # A number: every case runs the same code with its default.
@@ -236,8 +247,11 @@ def render(archc, fixture_dirs):
         "or refused by name; a value the family does not implement is "
         "*refused* by a check. A case covers a field when its config sets "
         "it to a value other than the class's default (the Hugging Face "
-        "fixtures, `../shared/hf-golden*`, and the numpy-reference variants, "
-        "`tests/reference/cases`); a RoPE key when the case sets the RoPE "
+        "fixtures, `../shared/hf-golden*`, the numpy-reference variants, "
+        "`tests/reference/cases`, the configs `lit/config/refusals.test` "
+        "shows refused, and the Llama 4 composite `lit/weights/"
+        "llama4-multimodal.test` proves equal to its text model); a RoPE "
+        "key when the case sets the RoPE "
         "parameters under any spelling; an activation or the tying flag "
         "when a case of any family does (shared code); a number with a "
         "numeric default is exercised by every case.",
