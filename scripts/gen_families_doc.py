@@ -73,10 +73,12 @@ def cases(fixture_dirs):
         for cfg in sorted(glob.glob(os.path.join(ROOT, d, "*.json"))):
             name = os.path.splitext(os.path.basename(cfg))[0]
             found.append((name, cfg, kind))
-    # Configs a lit test proves equivalent to a covered one (the
-    # Llama4ForConditionalGeneration composite: the IR of its flattened
-    # text_config).
-    for rel in ("lit/weights/Inputs/llama4-multimodal-tiny.json",):
+    # Configs a lit test proves equivalent to a covered one (the Llama 4
+    # and Qwen3.5 *ForConditionalGeneration composites: the IR of their
+    # flattened text_config).
+    for rel in ("lit/weights/Inputs/llama4-multimodal-tiny.json",
+                "lit/config/Inputs/qwen3_5-composite-tiny.json",
+                "lit/config/Inputs/qwen3_5_moe-composite-tiny.json"):
         found.append((os.path.splitext(os.path.basename(rel))[0], os.path.join(ROOT, rel), "lit"))
     out = []
     for name, path, kind in found:
@@ -249,8 +251,9 @@ def render(archc, fixture_dirs):
         "it to a value other than the class's default (the Hugging Face "
         "fixtures, `../shared/hf-golden*`, the numpy-reference variants, "
         "`tests/reference/cases`, the configs `lit/config/refusals.test` "
-        "shows refused, and the Llama 4 composite `lit/weights/"
-        "llama4-multimodal.test` proves equal to its text model); a RoPE "
+        "shows refused, and the Llama 4 and Qwen3.5 composites "
+        "`lit/weights/llama4-multimodal.test` and `lit/config/"
+        "qwen3_5_composite.test` prove equal to their text models); a RoPE "
         "key when the case sets the RoPE "
         "parameters under any spelling; an activation or the tying flag "
         "when a case of any family does (shared code); a number with a "
