@@ -10,8 +10,9 @@ fi
 py=$1 node=$2 archc=$3 case=$4 work=$5
 shift 5
 here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$work"
+# Beside WORK_DIR: check_model.mjs empties WORK_DIR.
+expected="$work.rounded-expected.safetensors"
 "$py" "$here/../reference/rounded_expected.py" --archc "$archc" --case "$case" \
-  --out "$work/rounded-expected.safetensors" --dtype f16
+  --out "$expected" --dtype f16
 exec "$node" "$here/check_model.mjs" --archc "$archc" --case "$case" --work "$work" \
-  --expected-f16 "$work/rounded-expected.safetensors" "$@"
+  --expected-f16 "$expected" "$@"
