@@ -6,9 +6,11 @@
 //===----------------------------------------------------------------------===//
 #include "emit/ClientIo.h"
 
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
+#include <vector>
 
 namespace archc {
 
@@ -288,8 +290,13 @@ void applyClientIo(onnx::GraphProto &graph, const ClientIo &io) {
   if (!io.positionIds3d)
     return;
   // position_ids [3, batch_size, sequence_length]: M-RoPE's temporal,
-  // height and width rows. For text they are equal; the graph's rotary
-  // (exact for text positions) reads row 0.
+  // height and width rows, equal for text. transformers.js 4.3.1 builds
+  // them for its Qwen-VL-derived classes, but its text-only rope index
+  // offsets every decode step by twice the prompt length (a sign slip in
+  // _get_text_only_rope_index), so the graph takes them and derives the
+  // text positions from attention_mask instead, as Hugging Face's text-only
+  // positions are: cumsum(mask) - 1 over the whole sequence, the last
+  // sequence_length columns (padding clamped to 0; it is masked anyway).
   for (auto &vi : *graph.mutable_input()) {
     if (vi.name() != "position_ids")
       continue;
@@ -300,30 +307,60 @@ void applyClientIo(onnx::GraphProto &graph, const ClientIo &io) {
     for (const auto &d : old.dim())
       *shape->add_dim() = d;
   }
-  onnx::NodeProto index;
-  index.set_op_type("Constant");
-  index.set_name("position_ids/row0_index");
-  index.add_output("position_ids/row0_index");
-  auto *attr = index.add_attribute();
-  attr->set_name("value");
-  attr->set_type(onnx::AttributeProto::TENSOR);
-  auto *t = attr->mutable_t();
-  t->set_data_type(onnx::TensorProto::INT64);
-  t->add_int64_data(0);
-  onnx::NodeProto gather;
-  gather.set_op_type("Gather");
-  gather.set_name("position_ids/row0");
-  gather.add_input("position_ids");
-  gather.add_input("position_ids/row0_index");
-  gather.add_output(textPositions);
-  auto *axis = gather.add_attribute();
-  axis->set_name("axis");
-  axis->set_type(onnx::AttributeProto::INT);
-  axis->set_i(0);
-  // Prepend (nodes are kept in topological order).
+  std::vector<onnx::NodeProto> added;
+  auto constant = [&](const std::string &name, std::vector<int64_t> values,
+                      bool scalar) {
+    onnx::NodeProto c;
+    c.set_op_type("Constant");
+    c.set_name(name);
+    c.add_output(name);
+    auto *attr = c.add_attribute();
+    attr->set_name("value");
+    attr->set_type(onnx::AttributeProto::TENSOR);
+    auto *t = attr->mutable_t();
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar)
+      t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values)
+      t->add_int64_data(v);
+    added.push_back(std::move(c));
+  };
+  added.reserve(16); // addNode's pointers stay valid
+  auto addNode = [&](const std::string &op, const std::string &name,
+                  std::vector<std::string> inputs) {
+    onnx::NodeProto n;
+    n.set_op_type(op);
+    n.set_name(name);
+    for (auto &i : inputs)
+      n.add_input(i);
+    n.add_output(name);
+    added.push_back(std::move(n));
+    return &added.back();
+  };
+  const std::string p = "position_ids/text/";
+  constant(p + "one", {1}, true);
+  constant(p + "zero", {0}, true);
+  constant(p + "axis", {1}, true);
+  constant(p + "axes", {1}, false);
+  constant(p + "end", {std::numeric_limits<int64_t>::max()}, false);
+  constant(p + "seq_index", {1}, false);
+  auto *cast = addNode("Cast", p + "mask", {"attention_mask"});
+  auto *to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::INT64);
+  addNode("CumSum", p + "cumsum", {p + "mask", p + "axis"});
+  addNode("Sub", p + "all", {p + "cumsum", p + "one"});
+  addNode("Shape", p + "ids_shape", {"input_ids"});
+  addNode("Gather", p + "seq", {p + "ids_shape", p + "seq_index"});
+  addNode("Neg", p + "start", {p + "seq"});
+  addNode("Slice", p + "last", {p + "all", p + "start", p + "end", p + "axes"});
+  auto *clamp = addNode("Max", p + "clamped", {p + "last", p + "zero"});
+  clamp->set_output(0, textPositions);
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
-  *nodes.Add() = std::move(index);
-  *nodes.Add() = std::move(gather);
+  for (auto &n : added)
+    *nodes.Add() = std::move(n);
+  // Prepended (nodes are kept in topological order).
   for (auto &node : *graph.mutable_node())
     *nodes.Add() = std::move(node);
   graph.mutable_node()->Swap(&nodes);

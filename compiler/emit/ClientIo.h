@@ -13,7 +13,8 @@
 //   key / value of a `multi_query` past_key_values.{i}.key_value: one tensor
 //   config (Falcon)                [batch, kv_heads, past, dk + dv], split
 //                                  in the graph
-//   position_ids (Qwen-VL family)  [3, batch, seq]; row 0 feeds the graph
+//   position_ids (Qwen-VL family)  [3, batch, seq], taken; the graph's text
+//                                  positions come from attention_mask
 //
 // Where the client has no name for a state (DeepSeek-V4's compressed
 // entries) or no class for the model type, the model is reported as one

@@ -25,10 +25,9 @@
 // Exit 0 = pass, 1 = fail, 77 = skipped. A case is skipped only when FILE
 // (tests/skips.txt) lists its model type AND transformers.js itself confirms
 // the listed fact: `no-class` (AutoModelForCausalLM has no class for the
-// model type), `cache-names` (loading and generating fail because
+// model type) or `cache-names` (loading and generating fail because
 // transformers.js feeds the model's state under names archc's folder does
-// not use) or `text-positions` (transformers.js computes a text-only
-// prompt's M-RoPE decode positions with a non-zero offset). A listed fact that no longer holds fails, as does a model type
+// not use). A listed fact that no longer holds fails, as does a model type
 // transformers.js has no class for that is not listed.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -71,7 +70,7 @@ function listedSkips(file) {
   const out = new Map();
   if (!file) return out;
   for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
-    const m = line.match(/^tjs\s+(\S+)\s+(no-class|cache-names|text-positions)\s+(.*)$/);
+    const m = line.match(/^tjs\s+(\S+)\s+(no-class|cache-names)\s+(.*)$/);
     if (m) out.set(m[1], { fact: m[2], reason: m[3] });
   }
   return out;
@@ -215,26 +214,6 @@ async function main() {
     console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} ${dtype} ${label}: got [${got}] want [${expect}]${note}`);
     if (!ok) failures.push(`${dtype} ${label}`);
   };
-
-  // A listed `text-positions` case: transformers.js's text-only M-RoPE
-  // positions (Qwen2-VL's _get_text_only_rope_index, which its Qwen3.5 text
-  // classes inherit) must give a non-zero decode offset for an unpadded
-  // prompt, where Hugging Face's is 0 (the confirmed fact), else the line is
-  // stale.
-  if (listed && listed.fact === 'text-positions') {
-    const model = await AutoModelForCausalLM.from_pretrained(out, { local_files_only: true, dtype: 'fp32', device: 'cpu' });
-    const n = 5;
-    const ids = new Tensor('int64', BigInt64Array.from(Array(n).fill(1n)), [1, n]);
-    const mask = new Tensor('int64', BigInt64Array.from(Array(n).fill(1n)), [1, n]);
-    const delta = typeof model._get_text_only_rope_index === 'function'
-      ? Number(model._get_text_only_rope_index(ids, mask)[1].data[0]) : 0;
-    await model.dispose();
-    if (delta !== 0)
-      skip(`${name}: transformers.js offsets the decode positions of a ${n}-token text prompt by ${delta} ` +
-        `(Hugging Face: 0); ${listed.reason}`);
-    fail(`${name}: tests/skips.txt lists '${cfg.model_type}' (text-positions), but transformers.js's text-only ` +
-      'positions are right: remove the line');
-  }
 
   // A listed `cache-names` case: transformers.js must fail on the state's
   // names (the confirmed fact), else the line is stale.

@@ -162,7 +162,9 @@ TEST(ClientIo, TransformersJsNames) {
   EXPECT_EQ(out[2], "present_recurrent.0");
   EXPECT_EQ(g.node(0).input(2), "past_conv.0"); // uses renamed too
 
-  // Qwen3.5: [3, batch, seq] positions, row 0 feeds the graph.
+  // Qwen3.5: [3, batch, seq] positions taken; the graph's text positions
+  // come from attention_mask (transformers.js 4.3.1 offsets its text-only
+  // decode positions; tjs.qwen3_5-base2 checks the numbers).
   onnx::GraphProto q = graphWith({"input_ids", "position_ids"}, {"logits"});
   q.mutable_input(1)
       ->mutable_type()
@@ -174,8 +176,21 @@ TEST(ClientIo, TransformersJsNames) {
   ASSERT_TRUE(qio.positionIds3d);
   applyClientIo(q, qio);
   EXPECT_EQ(q.input(1).type().tensor_type().shape().dim(0).dim_value(), 3);
-  EXPECT_EQ(q.node(1).op_type(), "Gather");
-  EXPECT_EQ(q.node(2).input(1), "position_ids/text");
+  const onnx::NodeProto *text = nullptr;
+  bool readsMask = false, readsPositions = false;
+  for (const auto &n : q.node()) {
+    if (n.output_size() && n.output(0) == "position_ids/text")
+      text = &n;
+    for (const auto &in : n.input()) {
+      readsMask |= in == "attention_mask";
+      readsPositions |= in == "position_ids";
+    }
+  }
+  ASSERT_NE(text, nullptr);
+  EXPECT_EQ(text->op_type(), "Max"); // padding clamped to 0
+  EXPECT_TRUE(readsMask);
+  EXPECT_FALSE(readsPositions);
+  EXPECT_EQ(q.node(q.node_size() - 1).input(1), "position_ids/text");
 
   // MLA: the latent and the rope key take the key/value slots.
   onnx::GraphProto mla =
