@@ -245,7 +245,9 @@ void inherit(ast::ArchDecl &a, const ast::ArchDecl *base,
     }
   }
   // `keep` names a field the arch inherits and does not redeclare.
-  for (const auto &[name, range] : kept) {
+  for (const auto &[keptName, range] : kept) {
+    // (A named copy: clang 14 cannot capture a structured binding.)
+    const std::string &name = keptName;
     bool inheritedField =
         base && std::any_of(base->allConfig.begin(), base->allConfig.end(),
                             [&](const ast::ConfigEntry *e) {
