@@ -327,7 +327,7 @@ void applyClientIo(onnx::GraphProto &graph, const ClientIo &io) {
   };
   added.reserve(16); // addNode's pointers stay valid
   auto addNode = [&](const std::string &op, const std::string &name,
-                  std::vector<std::string> inputs) {
+                     std::vector<std::string> inputs) {
     onnx::NodeProto n;
     n.set_op_type(op);
     n.set_name(name);
