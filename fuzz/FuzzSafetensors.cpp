@@ -4,7 +4,7 @@
 // header JSON, dtypes, shapes, byte counts and offsets.
 //
 //===----------------------------------------------------------------------===//
-#include "emit/Safetensors.h"
+#include "checkpoint/Safetensors.h"
 
 #include <cstdint>
 #include <string>

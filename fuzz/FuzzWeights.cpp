@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "FuzzCommon.h"
 
-#include "emit/QuantizedCheckpoint.h"
+#include "checkpoint/QuantizedCheckpoint.h"
 
 #include <algorithm>
 #include <vector>

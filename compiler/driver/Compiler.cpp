@@ -109,8 +109,10 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
       diags.error(
           at, "no bundled architecture file matches '" + architecture + "'" +
                   (hint.empty() ? "" : "; did you mean " + hint + "?") +
-                  " (archc --list-archs lists all " +
-                  std::to_string(known.size()) + "; or pass an .arch file)");
+                  " (archc --list-archs lists the " +
+                  std::to_string(known.size()) +
+                  " classes the bundled families match; or pass an .arch "
+                  "file)");
       return false;
     }
   }

@@ -7,7 +7,7 @@
 #ifndef ARCHC_DRIVER_ONNXLOADER_H
 #define ARCHC_DRIVER_ONNXLOADER_H
 
-#include "emit/OnnxEmitter.h"
+#include "emit/package/OnnxEmitter.h"
 
 namespace archc {
 

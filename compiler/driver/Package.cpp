@@ -7,7 +7,7 @@
 #include "driver/Package.h"
 
 #include "driver/OnnxLoader.h"
-#include "emit/VlmPackage.h"
+#include "emit/package/VlmPackage.h"
 
 #include <set>
 

@@ -11,7 +11,7 @@
 #define ARCHC_DRIVER_PACKAGE_H
 
 #include "driver/Compiler.h"
-#include "emit/OnnxEmitter.h"
+#include "emit/package/OnnxEmitter.h"
 
 namespace archc {
 

@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "driver/QuantConfig.h"
 
-#include "emit/QuantizedCheckpoint.h"
+#include "checkpoint/QuantizedCheckpoint.h"
 
 #include <fmt/format.h>
 

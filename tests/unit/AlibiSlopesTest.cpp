@@ -1,5 +1,5 @@
 //===- AlibiSlopesTest.cpp - ALiBi head slopes ----------------------------===//
-#include "emit/AlibiSlopes.h"
+#include "emit/lowering/AlibiSlopes.h"
 
 #include <gtest/gtest.h>
 

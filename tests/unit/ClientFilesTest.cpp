@@ -9,10 +9,11 @@
 #include "TestUtil.h"
 
 #include "driver/ArchCatalog.h"
-#include "emit/ClientIo.h"
-#include "emit/ExternalData.h"
-#include "emit/ModelFolder.h"
-#include "emit/OnnxEmitter.h"
+#include "emit/package/ClientIo.h"
+#include "emit/package/GenaiConfig.h"
+#include "emit/package/ModelFolder.h"
+#include "emit/package/OnnxEmitter.h"
+#include "emit/weights/ExternalData.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 // with subgraphs and nodes writing graph outputs are kept.
 //
 //===----------------------------------------------------------------------===//
-#include "emit/GraphCse.h"
+#include "emit/onnx/GraphCse.h"
 
 #include "OnnxGraphUtil.h"
 

@@ -6,7 +6,7 @@
 // value; references from subgraphs follow the rename.
 //
 //===----------------------------------------------------------------------===//
-#include "emit/GraphOutputs.h"
+#include "emit/onnx/GraphOutputs.h"
 
 #include "OnnxGraphUtil.h"
 

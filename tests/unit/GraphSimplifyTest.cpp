@@ -8,7 +8,7 @@
 // reads and outputs keep theirs).
 //
 //===----------------------------------------------------------------------===//
-#include "emit/GraphSimplify.h"
+#include "emit/onnx/GraphSimplify.h"
 
 #include "OnnxGraphUtil.h"
 

@@ -8,9 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
-#include "emit/Quantize.h"
-#include "emit/TensorSource.h"
-#include "emit/WeightPlan.h"
+#include "checkpoint/TensorSource.h"
+#include "emit/weights/Quantize.h"
+#include "emit/weights/WeightPlan.h"
 #include "ir/WeightQuant.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 //===- RopeTablesTest.cpp - RoPE frequencies ------------------------------===//
-#include "emit/RopeTables.h"
+#include "emit/lowering/RopeTables.h"
 
 #include <gtest/gtest.h>
 

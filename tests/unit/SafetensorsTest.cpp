@@ -1,5 +1,5 @@
 //===- SafetensorsTest.cpp - Checkpoint reading ---------------------------===//
-#include "emit/Safetensors.h"
+#include "checkpoint/Safetensors.h"
 
 #include <gtest/gtest.h>
 

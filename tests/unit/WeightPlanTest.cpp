@@ -12,9 +12,9 @@
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
 
-#include "emit/FloatConvert.h"
-#include "emit/Quantize.h"
-#include "emit/WeightPlan.h"
+#include "emit/weights/Quantize.h"
+#include "emit/weights/WeightPlan.h"
+#include "support/FloatConvert.h"
 
 #include <gtest/gtest.h>
 

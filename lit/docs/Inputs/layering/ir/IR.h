@@ -1,1 +1,1 @@
-#include "emit/Lower.h"
+#include "emit/lowering/Lower.h"

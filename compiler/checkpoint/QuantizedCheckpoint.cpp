@@ -1,0 +1,377 @@
+//===- QuantizedCheckpoint.cpp - Binding quantized checkpoints ------------===//
+//
+// This file implements CheckpointBinder. Binding is driven by the data: a
+// logical weight stored as F8_E4M3 is fine-grained FP8, packed I8 of half
+// the input width is FP4, a missing weight with `_blocks` / `_scales`
+// companions is MXFP4; quantization_config must declare the format, and
+// every quantized tensor needs exactly its scale sidecar.
+//
+//===----------------------------------------------------------------------===//
+#include "checkpoint/QuantizedCheckpoint.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace archc {
+
+namespace {
+bool isFloatSt(StDType t) {
+  return t == StDType::F32 || t == StDType::F16 || t == StDType::BF16 ||
+         t == StDType::F64;
+}
+
+bool isIntSt(StDType t) {
+  return t == StDType::I64 || t == StDType::I32 || t == StDType::I16 ||
+         t == StDType::I8 || t == StDType::U8 || t == StDType::Bool;
+}
+
+bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// `X.weight` -> `X.scale` (DeepSeek-V4); empty for other names.
+std::string dotScaleName(const std::string &name) {
+  if (!endsWith(name, ".weight"))
+    return "";
+  return name.substr(0, name.size() - 7) + ".scale";
+}
+} // namespace
+
+std::string shapeString(const std::vector<int64_t> &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+uint64_t StoredTensor::storedBytes() const {
+  return (data ? data->size : 0) + (scale ? scale->size : 0);
+}
+
+const StTensor *CheckpointBinder::sidecar(const std::string &name) {
+  std::string inv = name + "_scale_inv", dot = dotScaleName(name);
+  const StTensor *a = ckpt.find(inv);
+  const StTensor *b = dot.empty() ? nullptr : ckpt.find(dot);
+  if (a && b) {
+    badQuant.push_back(
+        fmt::format("{}: two scale tensors, '{}' and '{}'", name, inv, dot));
+    return nullptr;
+  }
+  if (!a && !b) {
+    badQuant.push_back(
+        fmt::format("{}: the scale tensor is missing (neither '{}'{} is in the "
+                    "checkpoint)",
+                    name, inv, dot.empty() ? "" : " nor '" + dot + "'"));
+    return nullptr;
+  }
+  const StTensor *s = a ? a : b;
+  consumed.insert(s->name);
+  return s;
+}
+
+void CheckpointBinder::consumeSidecars(const std::string &name) {
+  for (const std::string &s : {name + "_scale_inv", dotScaleName(name)})
+    if (!s.empty() && ckpt.find(s))
+      consumed.insert(s);
+}
+
+const StoredTensor *
+CheckpointBinder::bindFp8(const std::string &name, const StTensor &w,
+                          const std::vector<int64_t> &shape) {
+  // A weight that fails to bind takes its sidecars along (they are not
+  // reported again as unused).
+  consumeSidecars(name);
+  if (quant.method != ir::CheckpointQuant::Method::FP8) {
+    badQuant.push_back(
+        fmt::format("{}: stored as F8_E4M3 but config.json declares no fp8 "
+                    "quantization_config",
+                    name));
+    return nullptr;
+  }
+  if (w.shape != shape || shape.size() != 2) {
+    misshaped.push_back(
+        fmt::format("{}: checkpoint F8_E4M3 {}, model expects {}", name,
+                    shapeString(w.shape), shapeString(shape)));
+    return nullptr;
+  }
+  const StTensor *s = sidecar(name);
+  if (!s)
+    return nullptr;
+  if (!isFloatSt(s->dtype) && s->dtype != StDType::F8E8M0) {
+    badQuant.push_back(
+        fmt::format("{}: scale dtype {} (expected F32, BF16, F16 or F8_E8M0)",
+                    s->name, stDTypeName(s->dtype)));
+    return nullptr;
+  }
+  std::vector<int64_t> want = {ceilDiv(shape[0], quant.blockRows),
+                               ceilDiv(shape[1], quant.blockCols)};
+  if (s->shape != want) {
+    badQuant.push_back(fmt::format(
+        "{}: scale shape {}; weight '{}' {} in {}x{} blocks needs {}", s->name,
+        shapeString(s->shape), name, shapeString(shape), quant.blockRows,
+        quant.blockCols, shapeString(want)));
+    return nullptr;
+  }
+  StoredTensor t;
+  t.format = StoredTensor::Format::Fp8Block;
+  t.data = &w;
+  t.scale = s;
+  t.shape = shape;
+  t.blockRows = quant.blockRows;
+  t.blockCols = quant.blockCols;
+  return &(bound[name] = t);
+}
+
+const StoredTensor *
+CheckpointBinder::bindFp4(const std::string &name, const StTensor &w,
+                          const std::vector<int64_t> &shape) {
+  consumeSidecars(name);
+  if (!quant.fp4Experts) {
+    badQuant.push_back(fmt::format(
+        "{}: stored as packed {} {} for a float weight {}, but config.json "
+        "does not declare FP4 experts (expert_dtype: fp4)",
+        name, stDTypeName(w.dtype), shapeString(w.shape), shapeString(shape)));
+    return nullptr;
+  }
+  std::vector<int64_t> packed = {shape[0], ceilDiv(shape[1], 2)};
+  if (w.shape != packed) {
+    badQuant.push_back(fmt::format(
+        "{}: packed FP4 data is {} but the model's {} needs {} (two e2m1 "
+        "values per byte)",
+        name, shapeString(w.shape), shapeString(shape), shapeString(packed)));
+    return nullptr;
+  }
+  const StTensor *s = sidecar(name);
+  if (!s)
+    return nullptr;
+  std::vector<int64_t> want = {shape[0], ceilDiv(shape[1], 32)};
+  if ((s->dtype != StDType::F8E8M0 && s->dtype != StDType::U8) ||
+      s->shape != want) {
+    badQuant.push_back(fmt::format(
+        "{}: FP4 scales must be F8_E8M0 {} (one per 32 inputs), got {} {}",
+        s->name, shapeString(want), stDTypeName(s->dtype),
+        shapeString(s->shape)));
+    return nullptr;
+  }
+  StoredTensor t;
+  t.format = StoredTensor::Format::Fp4Packed;
+  t.data = &w;
+  t.scale = s;
+  t.shape = shape;
+  return &(bound[name] = t);
+}
+
+const StoredTensor *
+CheckpointBinder::bindMxfp4(const std::string &name,
+                            const std::vector<int64_t> &shape, bool inOut) {
+  std::string bn = name + "_blocks", sn = name + "_scales";
+  const StTensor *b = ckpt.find(bn);
+  const StTensor *s = ckpt.find(sn);
+  consumed.insert(bn);
+  if (s)
+    consumed.insert(sn);
+  if (quant.method != ir::CheckpointQuant::Method::MXFP4) {
+    badQuant.push_back(fmt::format(
+        "{}: stored as MXFP4 blocks '{}' but config.json declares no mxfp4 "
+        "quantization_config",
+        name, bn));
+    return nullptr;
+  }
+  if (!s) {
+    badQuant.push_back(
+        fmt::format("{}: the scale tensor '{}' of MXFP4 blocks '{}' is missing",
+                    name, sn, bn));
+    return nullptr;
+  }
+  if (shape.size() != 3 || b->shape.size() != 4 || b->dtype != StDType::U8) {
+    badQuant.push_back(fmt::format(
+        "{}: MXFP4 blocks must be U8 [experts, out, in / 32, 16] for a "
+        "stacked weight; got {} {} for {}",
+        bn, stDTypeName(b->dtype), shapeString(b->shape), shapeString(shape)));
+    return nullptr;
+  }
+  // Blocks are [out, in]; the model's tensor is [E, in, out] when it reads
+  // the matrices as [in, out].
+  int64_t rows = inOut ? shape[2] : shape[1];
+  int64_t cols = inOut ? shape[1] : shape[2];
+  std::vector<int64_t> wantBlocks = {shape[0], rows, ceilDiv(cols, 32), 16};
+  if (b->shape != wantBlocks) {
+    badQuant.push_back(
+        fmt::format("{}: MXFP4 blocks are {} but the model's {} ({}) needs {}",
+                    bn, shapeString(b->shape), shapeString(shape),
+                    inOut ? "[experts, in, out]" : "[experts, out, in]",
+                    shapeString(wantBlocks)));
+    return nullptr;
+  }
+  std::vector<int64_t> wantScales = {shape[0], rows, ceilDiv(cols, 32)};
+  if ((s->dtype != StDType::U8 && s->dtype != StDType::F8E8M0) ||
+      s->shape != wantScales) {
+    badQuant.push_back(fmt::format(
+        "{}: MXFP4 scales must be U8 {} (one per 32 inputs), got {} {}", sn,
+        shapeString(wantScales), stDTypeName(s->dtype), shapeString(s->shape)));
+    return nullptr;
+  }
+  StoredTensor t;
+  t.format = StoredTensor::Format::Mxfp4;
+  t.data = b;
+  t.scale = s;
+  t.shape = shape;
+  t.transposed = inOut;
+  return &(bound[name] = t);
+}
+
+const StoredTensor *CheckpointBinder::bind(const std::string &name,
+                                           const std::vector<int64_t> &shape,
+                                           bool wantFloat, bool inOut) {
+  auto it = bound.find(name);
+  if (it != bound.end())
+    return &it->second;
+  const StTensor *t = ckpt.find(name);
+  if (!t) {
+    if (wantFloat && ckpt.find(name + "_blocks"))
+      return bindMxfp4(name, shape, inOut);
+    missing.push_back(name);
+    return nullptr;
+  }
+  consumed.insert(name);
+  if (wantFloat && t->dtype == StDType::F8E4M3)
+    return bindFp8(name, *t, shape);
+  if (wantFloat && (t->dtype == StDType::I8 || t->dtype == StDType::U8) &&
+      shape.size() == 2 && t->shape != shape &&
+      (quant.fp4Experts || ckpt.find(dotScaleName(name))))
+    return bindFp4(name, *t, shape);
+  if (t->shape != shape) {
+    misshaped.push_back(fmt::format("{}: checkpoint {} {}, model expects {}",
+                                    name, stDTypeName(t->dtype),
+                                    shapeString(t->shape), shapeString(shape)));
+    return nullptr;
+  }
+  if ((wantFloat && !isFloatSt(t->dtype)) ||
+      (!wantFloat && !isIntSt(t->dtype))) {
+    badType.push_back(fmt::format(
+        "{}: checkpoint {} cannot become {}", name, stDTypeName(t->dtype),
+        wantFloat ? "a float tensor" : "an integer tensor"));
+    return nullptr;
+  }
+  StoredTensor s;
+  s.data = t;
+  s.shape = shape;
+  return &(bound[name] = s);
+}
+
+std::vector<std::string> CheckpointBinder::unused() {
+  std::vector<std::string> out;
+  for (const auto &[name, t] : ckpt.tensors()) {
+    if (consumed.count(name))
+      continue;
+    // A scale sidecar left over: its weight is unquantized, absent, or a
+    // tensor the model does not use (then it is unused like its weight).
+    std::string partner;
+    if (endsWith(name, "_scale_inv"))
+      partner = name.substr(0, name.size() - 10);
+    else if (endsWith(name, ".scale"))
+      partner = name.substr(0, name.size() - 6) + ".weight";
+    else if (endsWith(name, "_scales"))
+      partner = name.substr(0, name.size() - 7) + "_blocks";
+    if (quant.any() && !partner.empty()) {
+      const StTensor *p = ckpt.find(partner);
+      auto b = bound.find(partner);
+      if (!p && !consumed.count(partner)) {
+        badQuant.push_back(fmt::format(
+            "{}: extra scale tensor: its weight '{}' is not in the checkpoint",
+            name, partner));
+        continue;
+      }
+      if (b != bound.end() && !b->second.quantized()) {
+        badQuant.push_back(fmt::format(
+            "{}: extra scale tensor: its weight '{}' is stored unquantized "
+            "({})",
+            name, partner, stDTypeName(p->dtype)));
+        continue;
+      }
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+
+bool CheckpointBinder::report(DiagnosticEngine &diags, const std::string &path,
+                              bool reportUnused,
+                              const std::set<std::string> *declared) {
+  // unused() also finds the stray scale sidecars (errors), so it runs even
+  // when unused tensors are not reported.
+  std::vector<std::string> unexpected = unused();
+  std::erase_if(unexpected, [&](const std::string &name) {
+    return !reportUnused || (declared && declared->count(name));
+  });
+  auto list = [](const std::vector<std::string> &v) {
+    std::string s;
+    size_t shown = std::min<size_t>(v.size(), 20);
+    for (size_t i = 0; i < shown; ++i)
+      s += "\n  " + v[i];
+    if (v.size() > shown)
+      s += fmt::format("\n  ... and {} more", v.size() - shown);
+    return s;
+  };
+  bool ok = true;
+  if (!missing.empty()) {
+    diags.error(SourceRange(), "{} weight tensor{} missing from '{}':{}",
+                missing.size(), missing.size() == 1 ? " is" : "s are", path,
+                list(missing));
+    ok = false;
+  }
+  if (!misshaped.empty()) {
+    diags.error(SourceRange(), "{} weight tensor{} the wrong shape in '{}':{}",
+                misshaped.size(), misshaped.size() == 1 ? " has" : "s have",
+                path, list(misshaped));
+    ok = false;
+  }
+  if (!badType.empty()) {
+    diags.error(SourceRange(),
+                "{} weight tensor{} an unconvertible dtype in "
+                "'{}':{}",
+                badType.size(), badType.size() == 1 ? " has" : "s have", path,
+                list(badType));
+    ok = false;
+  }
+  if (!badQuant.empty()) {
+    diags.error(SourceRange(),
+                "{} quantized tensor{} of '{}' ({}) cannot be bound:{}",
+                badQuant.size(), badQuant.size() == 1 ? "" : "s", path,
+                quant.describe(), list(badQuant));
+    ok = false;
+  }
+  if (!unexpected.empty())
+    diags.warning(SourceRange(),
+                  fmt::format("{} checkpoint tensor{} not used by the model "
+                              "(ignored):{}",
+                              unexpected.size(),
+                              unexpected.size() == 1 ? " is" : "s are",
+                              list(unexpected)));
+  return ok;
+}
+
+std::unique_ptr<FloatSource>
+CheckpointBinder::source(const StoredTensor &t) const {
+  const MappedFile &df = ckpt.file(t.data->file);
+  switch (t.format) {
+  case StoredTensor::Format::Plain:
+    return plainSource(*t.data, df);
+  case StoredTensor::Format::Fp8Block:
+    return fp8BlockSource(*t.data, df, *t.scale, ckpt.file(t.scale->file),
+                          t.blockRows, t.blockCols);
+  case StoredTensor::Format::Fp4Packed:
+    return fp4PackedSource(*t.data, df, *t.scale, ckpt.file(t.scale->file),
+                           t.shape[1]);
+  case StoredTensor::Format::Mxfp4:
+    return mxfp4Source(*t.data, df, *t.scale, ckpt.file(t.scale->file),
+                       t.transposed ? t.shape[1] : t.shape[2], t.transposed);
+  }
+  return nullptr;
+}
+
+} // namespace archc

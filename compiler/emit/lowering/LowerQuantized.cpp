@@ -1,0 +1,174 @@
+//===- LowerQuantized.cpp - ONNX lowering of quantized weights ------------===//
+//
+// This file lowers the readers of block-quantized weights (`--quant`):
+//   matmul of a Linear weight -> com.microsoft MatMulNBits(A, codes, scales
+//       [, zero_points]) with K, N, bits, block_size (and accuracy_level);
+//       inside an expert body, a stacked weight's expert e is read through
+//       its own view of the stacked codes (no float slice);
+//   gather of an embedding table (--quant-embeddings) ->
+//       com.microsoft GatherBlockQuantized(codes [V, blocks * blob], ids,
+//       scales [, zero_points]), sliced to the table width when the last
+//       block is padded. A tied table serves both from one set of codes.
+// The quantized-linear helper takes any (activation, weight reference)
+// pair, so a stacked-expert dispatch can reuse the same weights.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/lowering/OnnxLowering.h"
+#include "emit/onnx/OnnxContribSchemas.h"
+
+#include <map>
+
+namespace archc {
+
+void OnnxLowering::planQuantization() {
+  // How often each value is read, to keep slices other ops also read.
+  std::map<const ir::Value *, int> reads;
+  ir::walk(module.graph.body, [&](const ir::Op &op) {
+    for (const ir::Value *v : op.operands)
+      ++reads[v];
+  });
+  for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(module)) {
+    if (u.slice && reads[u.slice->getResult()] != 1)
+      continue;
+    quantMatmuls[u.matmul] = u;
+    quantParams.insert(u.param);
+    if (u.slice)
+      quantSlices.insert(u.slice);
+  }
+  if (quant.embeddings)
+    for (const ir::Op *g : ir::findEmbeddingGathers(module)) {
+      quantGathers.insert(g);
+      quantParams.insert(g->getOperand(0)->getDefiningOp());
+    }
+  // The expert bodies an unrolled dispatch of every quantized MoE layer
+  // would copy (--quant-unroll-experts bounds them).
+  ir::walk(module.graph.body, [&](const ir::Op &op) {
+    if (op.getFamily() == ir::OpFamily::Experts &&
+        expertBodyQuantized(*op.getRegions()[0]))
+      quantExpertBodies += op.attr<int64_t>("count");
+  });
+  // Stacked weights read as [in, out] matrices bind gpt-oss's MXFP4 blocks
+  // transposed (also without --quant, see OnnxEmitter).
+  reportFloatProjections();
+}
+
+void OnnxLowering::reportFloatProjections() {
+  std::set<const ir::Op *> quantized;
+  for (const auto &[op, use] : quantMatmuls)
+    quantized.insert(op);
+  // One line per weight (layers and experts share a pattern).
+  std::map<std::string, std::string> byWeight;
+  for (const ir::FloatProjection &f :
+       ir::findFloatProjections(module, quantized))
+    byWeight.emplace(f.weight, f.reason);
+  if (byWeight.empty())
+    return;
+  std::string list;
+  for (const auto &[weight, reason] : byWeight)
+    list += fmt::format("\n  {} ({})", weight, reason);
+  diags.report(Severity::Note, SourceRange(),
+               fmt::format("--quant leaves {} projection weight{} in float:{}",
+                           byWeight.size(), byWeight.size() == 1 ? "" : "s",
+                           list));
+}
+
+ir::QuantLayout OnnxLowering::quantLayout(int64_t rows, int64_t cols,
+                                          int64_t experts) const {
+  ir::QuantLayout l;
+  l.bits = quant.bits;
+  l.block = quant.block;
+  l.rows = rows;
+  l.cols = cols;
+  l.experts = experts;
+  l.symmetric = quant.symmetric;
+  l.scaleBits = ir::dtypeBits(module.activationDType);
+  return l;
+}
+
+std::string OnnxLowering::paramName(const ir::Op &param) const {
+  std::string name = param.attr<std::string>("name");
+  if (expert >= 0)
+    name = ir::instantiatePattern(name, -1, expert);
+  return name;
+}
+
+QuantizedRef
+OnnxLowering::scannedQuantizedWeight(const ir::LinearWeightUse &u) {
+  const ir::Op &p = *u.param;
+  const std::string &name = p.attr<std::string>("name");
+  const ir::TensorType &type = p.getResult()->type;
+  if (u.slice) // the checkpoint's stack, quantized expert by expert
+    return weights.useQuantized(name, type,
+                                quantLayout(u.rows, u.cols, u.experts), u.inOut,
+                                -1, QuantRead::Matrix);
+  // Per-expert [out, in] tensors: stacked in expert order, each expert's
+  // rows quantized as it is produced.
+  std::vector<std::string> members;
+  for (int64_t e = 0; e < expertCount; ++e)
+    members.push_back(ir::instantiatePattern(name, -1, e));
+  std::string stacked =
+      weights.useInterleavedStack(stackedWeightName(name), members, 1, type);
+  return weights.quantizeStack(
+      stacked, quantLayout(u.rows, u.cols, expertCount), QuantRead::Matrix);
+}
+
+bool OnnxLowering::lowerQuantizedMatMul(const ir::Op &op,
+                                        const ir::LinearWeightUse &u) {
+  const ir::Op &p = *u.param;
+  QuantizedRef r;
+  if (!expertIndex.empty()) {
+    // A Scan step over the experts: its expert's slices of the stacks.
+    QuantizedRef whole = scannedQuantizedWeight(u);
+    r.codes = expertScanInput(whole.codes, onnx::TensorProto_DataType_UINT8);
+    r.scales = expertScanInput(whole.scales, whole.scaleType);
+    if (!whole.zeroPoints.empty())
+      r.zeroPoints =
+          expertScanInput(whole.zeroPoints, onnx::TensorProto_DataType_UINT8);
+  } else {
+    std::string name = paramName(p);
+    if (name.find('{') != std::string::npos)
+      return fail(op, "weight '" + name + "' still has a placeholder");
+    if (u.slice && expert < 0)
+      return fail(op, "expert_slice outside an expert body");
+    r = weights.useQuantized(name, p.getResult()->type,
+                             quantLayout(u.rows, u.cols, u.experts), u.inOut,
+                             u.slice ? expert : -1, QuantRead::Matrix);
+  }
+  std::vector<OnnxAttr> attrs = {OnnxAttr::integer("K", u.cols),
+                                 OnnxAttr::integer("N", u.rows),
+                                 OnnxAttr::integer("bits", quant.bits),
+                                 OnnxAttr::integer("block_size", quant.block)};
+  if (quant.accuracyLevel != 0)
+    attrs.push_back(OnnxAttr::integer("accuracy_level", quant.accuracyLevel));
+  def(op.getResult(),
+      b.nodeInDomain(kContribDomain, "MatMulNBits",
+                     {in(op.getOperand(0)), r.codes, r.scales, r.zeroPoints},
+                     attrs));
+  contribOps = true;
+  return true;
+}
+
+bool OnnxLowering::lowerQuantizedGather(const ir::Op &op) {
+  const ir::Op &p = *op.getOperand(0)->getDefiningOp();
+  const ir::TensorType &t = p.getResult()->type;
+  int64_t rows = t.dims[0].getConstant().value_or(0);
+  int64_t cols = t.dims[1].getConstant().value_or(0);
+  QuantizedRef r =
+      weights.useQuantized(paramName(p), t, quantLayout(rows, cols, 1),
+                           /*inOut=*/false, -1, QuantRead::Gather);
+  std::string y =
+      b.nodeInDomain(kContribDomain, "GatherBlockQuantized",
+                     {r.codes, in(op.getOperand(1)), r.scales, r.zeroPoints},
+                     {OnnxAttr::integer("bits", quant.bits),
+                      OnnxAttr::integer("block_size", quant.block),
+                      OnnxAttr::integer("gather_axis", 0),
+                      OnnxAttr::integer("quantize_axis", 1)});
+  // The codes cover whole blocks; drop the last block's padding.
+  if (r.layout.blocksPerRow() * quant.block != cols)
+    y = b.node("Slice", {y, b.i64({0}), b.i64({cols}), b.i64({-1})});
+  def(op.getResult(), y);
+  contribOps = true;
+  return true;
+}
+
+} // namespace archc

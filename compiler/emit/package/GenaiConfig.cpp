@@ -1,0 +1,202 @@
+//===- GenaiConfig.cpp - onnxruntime-genai's genai_config.json ------------===//
+//
+// This file builds genai_config.json in the schema of onnxruntime-genai's
+// model builder: a model type its runtime accepts, token ids and context
+// length from config.json; head counts, head size, hidden size, layer count
+// and vocabulary from the compiled graph; the input/output name templates of
+// the KV cache (from which the runtime also derives the Gated DeltaNet
+// state names); search defaults from generation_config.json.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/package/GenaiConfig.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace archc {
+
+std::string genaiModelType(const std::string &t) {
+  // onnxruntime-genai's ModelType::IsLLM list (src/models/model_type.h).
+  static const std::set<std::string> accepted = {"chatglm",
+                                                 "ernie4_5",
+                                                 "gemma",
+                                                 "gemma2",
+                                                 "gemma3_text",
+                                                 "gemma4_text",
+                                                 "gpt2",
+                                                 "granite",
+                                                 "granitemoehybrid",
+                                                 "internlm2",
+                                                 "lfm2",
+                                                 "llama",
+                                                 "mistral",
+                                                 "nemotron",
+                                                 "olmo",
+                                                 "phi",
+                                                 "phimoe",
+                                                 "phi3",
+                                                 "phi3small",
+                                                 "qwen2",
+                                                 "qwen3",
+                                                 "qwen3_5_moe_text",
+                                                 "qwen3_5_text",
+                                                 "smollm3"};
+  if (accepted.count(t))
+    return t;
+  if (t == "gpt_oss")
+    return "gptoss";
+  if (t == "hunyuan_v1_dense")
+    return "hunyuandensev1";
+  // archc compiles the text model of a multimodal config.
+  if (t == "gemma3" || t == "gemma4" || t == "qwen3_5" || t == "qwen3_5_moe") {
+    std::string text = t + "_text";
+    if (accepted.count(text))
+      return text;
+  }
+  return "decoder";
+}
+
+bool genaiBindsStates(const ir::Module &m, std::string &whyNot) {
+  bool ok = true;
+  ir::walk(m.graph.body, [&](const ir::Op &op) {
+    if (!ok || op.getKind() != ir::OpKind::StateIn)
+      return;
+    std::string n = op.attr<std::string>("name");
+    std::string suffix = n.substr(n.rfind('.') + 1);
+    if (suffix == "key" || suffix == "value" || suffix == "conv_state" ||
+        suffix == "recurrent_state")
+      return;
+    ok = false;
+    whyNot = "onnxruntime-genai binds key/value caches and Gated DeltaNet "
+             "conv/recurrent states only; this model also keeps '" +
+             suffix + "' (" + n + ")";
+  });
+  return ok;
+}
+
+nlohmann::ordered_json makeGenaiConfig(const ir::Module &m,
+                                       const nlohmann::json &cfg,
+                                       const nlohmann::json *generation,
+                                       const std::string &modelFile,
+                                       bool kvCache) {
+  using nlohmann::ordered_json;
+  // Facts from the graph.
+  int64_t heads = 0, kvHeads = 0, headSize = 0, hidden = 0, vocab = 0;
+  std::set<std::string> layers;
+  bool keyValue = false;
+  ir::walk(m.graph.body, [&](const ir::Op &op) {
+    if (op.getKind() == ir::OpKind::Attention && heads == 0) {
+      heads = op.getOperand(0)->type.dims[2].getConstant().value_or(0);
+      headSize = op.getOperand(0)->type.dims[3].getConstant().value_or(0);
+      kvHeads = op.getOperand(1)->type.dims[2].getConstant().value_or(0);
+    }
+    if (op.getKind() == ir::OpKind::MlaAttention && heads == 0) {
+      // MLA: the latent is one key/value "head" shared by all query heads.
+      heads = op.getOperand(0)->type.dims[2].getConstant().value_or(0);
+      headSize = op.getOperand(0)->type.dims[3].getConstant().value_or(0) +
+                 op.getOperand(1)->type.dims[3].getConstant().value_or(0);
+      kvHeads = 1;
+    }
+    if (op.getKind() == ir::OpKind::Gather && hidden == 0)
+      hidden = op.getResult()->type.dims.back().getConstant().value_or(0);
+    if (op.getKind() == ir::OpKind::StateIn) {
+      std::string n = op.attr<std::string>("name");
+      layers.insert(n.substr(0, n.rfind('.')));
+      keyValue |= n.size() > 4 && n.substr(n.size() - 4) == ".key";
+    }
+    if (op.getKind() == ir::OpKind::Return && op.getNumOperands())
+      vocab = op.getOperand(0)->type.dims.back().getConstant().value_or(0);
+  });
+  // Facts from config.json (text_config first).
+  auto field = [&](const char *key) -> nlohmann::json {
+    if (cfg.contains("text_config") && cfg["text_config"].is_object() &&
+        cfg["text_config"].contains(key))
+      return cfg["text_config"][key];
+    return cfg.contains(key) ? cfg[key] : nlohmann::json();
+  };
+  nlohmann::json context = field("max_position_embeddings");
+  if (context.is_null())
+    context = field("n_positions");
+  ordered_json decoder;
+  decoder["session_options"] = {{"log_id", "onnxruntime-genai"},
+                                {"provider_options", ordered_json::array()}};
+  decoder["filename"] = modelFile;
+  decoder["head_size"] = headSize;
+  decoder["hidden_size"] = hidden;
+  // The graph's own inputs: models without positions (Mamba, Jamba,
+  // Nemotron-H) take no position_ids.
+  ordered_json inputs;
+  for (const char *name : {"input_ids", "attention_mask", "position_ids"})
+    for (const auto &arg : m.graph.body.getArguments())
+      if (arg->name == name)
+        inputs[name] = name;
+  ordered_json outputs = {{"logits", "logits"}};
+  // onnxruntime-genai's schema names key/value caches only; other states
+  // (MLA latents, linear-attention states) follow the past_key_values.{i}.*
+  // convention of docs/onnx.md.
+  if (kvCache && keyValue) {
+    inputs["past_key_names"] = "past_key_values.%d.key";
+    inputs["past_value_names"] = "past_key_values.%d.value";
+    outputs["present_key_names"] = "present.%d.key";
+    outputs["present_value_names"] = "present.%d.value";
+  }
+  decoder["inputs"] = inputs;
+  decoder["outputs"] = outputs;
+  decoder["num_attention_heads"] = heads;
+  decoder["num_hidden_layers"] = static_cast<int64_t>(layers.size());
+  decoder["num_key_value_heads"] = kvHeads;
+  ordered_json model;
+  // Token ids: generation_config.json's (what generate() uses), else
+  // config.json's.
+  auto token = [&](const char *k) {
+    if (generation && generation->is_object() && generation->contains(k) &&
+        !(*generation)[k].is_null())
+      return (*generation)[k];
+    return field(k);
+  };
+  if (!token("bos_token_id").is_null())
+    model["bos_token_id"] = token("bos_token_id");
+  if (!context.is_null())
+    model["context_length"] = context;
+  model["decoder"] = decoder;
+  for (const char *k : {"eos_token_id", "pad_token_id"})
+    if (!token(k).is_null())
+      model[k] = token(k);
+  std::string hfType =
+      cfg.contains("model_type") && cfg["model_type"].is_string()
+          ? cfg["model_type"].get<std::string>()
+          : m.name;
+  model["type"] = genaiModelType(hfType);
+  model["vocab_size"] = vocab;
+  // Search defaults: the model's generation_config.json, with the model
+  // builder's fallbacks.
+  auto gen = [&](const char *key, nlohmann::json fallback) -> nlohmann::json {
+    if (generation && generation->is_object()) {
+      auto it = generation->find(key);
+      if (it != generation->end() && !it->is_null())
+        return *it;
+    }
+    return fallback;
+  };
+  nlohmann::json maxLength = context.is_null() ? nlohmann::json(4096) : context;
+  ordered_json search = {
+      {"diversity_penalty", gen("diversity_penalty", 0.0)},
+      {"do_sample", gen("do_sample", false)},
+      {"early_stopping", true},
+      {"length_penalty", gen("length_penalty", 1.0)},
+      {"max_length", maxLength},
+      {"min_length", 0},
+      {"no_repeat_ngram_size", gen("no_repeat_ngram_size", 0)},
+      {"num_beams", gen("num_beams", 1)},
+      {"num_return_sequences", gen("num_return_sequences", 1)},
+      {"past_present_share_buffer", false},
+      {"repetition_penalty", gen("repetition_penalty", 1.0)},
+      {"temperature", gen("temperature", 1.0)},
+      {"top_k", gen("top_k", generation ? 50 : 1)},
+      {"top_p", gen("top_p", 1.0)}};
+  ordered_json root = {{"model", model}, {"search", search}};
+  return root;
+}
+
+} // namespace archc

@@ -1,0 +1,168 @@
+//===- ModelFolder.cpp - The side files of a model folder -----------------===//
+//
+// This file implements the model-folder naming and config files.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/package/ModelFolder.h"
+
+#include <map>
+#include <set>
+
+namespace archc {
+
+std::string folderModelFile(ir::DType dtype, const ir::QuantOptions &quant) {
+  std::string tag = ir::quantFileTag(quant, dtype);
+  if (!tag.empty())
+    return "model_" + tag + ".onnx";
+  if (dtype == ir::DType::F16)
+    return "model_fp16.onnx";
+  if (dtype == ir::DType::BF16)
+    return "model_bf16.onnx";
+  return "model.onnx";
+}
+
+std::vector<std::string> deriveLayerTypes(const ir::Module &m) {
+  // Layer index -> the state names it keeps.
+  std::map<int64_t, std::set<std::string>> layers;
+  const std::string prefix = "past_key_values.";
+  ir::walk(m.graph.body, [&](const ir::Op &op) {
+    if (op.getKind() != ir::OpKind::StateIn)
+      return;
+    std::string n = op.attr<std::string>("name");
+    if (n.rfind(prefix, 0) != 0)
+      return;
+    size_t dot = n.find('.', prefix.size());
+    if (dot == std::string::npos)
+      return;
+    std::string index = n.substr(prefix.size(), dot - prefix.size());
+    if (index.empty() ||
+        index.find_first_not_of("0123456789") != std::string::npos)
+      return;
+    layers[std::stoll(index)].insert(n.substr(dot + 1));
+  });
+  std::vector<std::string> types;
+  int64_t expect = 0;
+  for (const auto &[i, names] : layers) {
+    if (i != expect++)
+      return {}; // not one entry per layer
+    if (names.count("conv_state") || names.count("recurrent_state"))
+      types.push_back("linear_attention");
+    else if (names.count("index_kv"))
+      types.push_back("compressed_sparse_attention");
+    else if (names.count("compressed_kv_state"))
+      types.push_back("heavily_compressed_attention");
+    else if (names.count("kv"))
+      types.push_back("sliding_attention");
+    else
+      types.push_back("full_attention");
+  }
+  return types;
+}
+
+nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
+                            const std::map<std::string, unsigned> &dataChunks,
+                            const nlohmann::json *previous) {
+  nlohmann::json out = input;
+  // The folder's models hold the checkpoint's weights dequantized (or
+  // re-quantized by --quant, which the file name says), never in the
+  // checkpoint's own format: its quantization_config does not describe them.
+  out.erase("quantization_config");
+  if (out.contains("text_config") && out["text_config"].is_object())
+    out["text_config"].erase("quantization_config");
+  // transformers.js 4.3.1 has the composite Qwen3.5-MoE type (its
+  // text_config is exactly this config), not the text one: the folder's
+  // config is that composite, holding the input as its text model.
+  if (out.value("model_type", "") == "qwen3_5_moe_text") {
+    nlohmann::json text = out;
+    text.erase("transformers.js_config");
+    out = nlohmann::json::object();
+    out["architectures"] = {"Qwen3_5MoeForCausalLM"};
+    out["model_type"] = "qwen3_5_moe";
+    out["text_config"] = text;
+    if (input.contains("transformers.js_config"))
+      out["transformers.js_config"] = input["transformers.js_config"];
+  }
+  // transformers.js 4.3.1's Qwen3.5 classes read vision_config (for its
+  // spatial_merge_size, which only images use) even for a text-only model:
+  // an empty one lets them fall back to their default.
+  std::string type = out.value("model_type", "");
+  if ((type == "qwen3_5_text" || type == "qwen3_5_moe") &&
+      !out.contains("vision_config"))
+    out["vision_config"] = nlohmann::json::object();
+  nlohmann::json *target = &out;
+  if (out.contains("text_config") && out["text_config"].is_object())
+    target = &out["text_config"];
+  if (!target->contains("layer_types")) {
+    std::vector<std::string> types = deriveLayerTypes(m);
+    std::set<std::string> kinds(types.begin(), types.end());
+    if (kinds.size() > 1 ||
+        (kinds.size() == 1 && *kinds.begin() != "full_attention"))
+      (*target)["layer_types"] = types;
+  }
+  // transformers.js loads external data in a browser only when config.json
+  // names the number of chunks per model file.
+  nlohmann::json chunks = nlohmann::json::object();
+  if (previous && previous->is_object()) {
+    auto it = previous->find("transformers.js_config");
+    if (it != previous->end() && it->is_object()) {
+      auto u = it->find("use_external_data_format");
+      if (u != it->end() && u->is_object())
+        chunks = *u;
+    }
+  }
+  for (const auto &[file, n] : dataChunks) {
+    if (n)
+      chunks[file] = n;
+    else
+      chunks.erase(file);
+  }
+  nlohmann::json tjs = out.contains("transformers.js_config") &&
+                               out["transformers.js_config"].is_object()
+                           ? out["transformers.js_config"]
+                           : nlohmann::json::object();
+  if (chunks.empty())
+    tjs.erase("use_external_data_format");
+  else
+    tjs["use_external_data_format"] = chunks;
+  if (tjs.empty())
+    out.erase("transformers.js_config");
+  else
+    out["transformers.js_config"] = tjs;
+  return out;
+}
+
+nlohmann::json generationConfig(const nlohmann::json *inputGeneration,
+                                const nlohmann::json &config) {
+  if (inputGeneration && inputGeneration->is_object())
+    return *inputGeneration;
+  // Hugging Face's GenerationConfig.from_model_config: the token ids.
+  nlohmann::json g = nlohmann::json::object();
+  auto field = [&](const char *key) -> const nlohmann::json * {
+    if (config.contains("text_config") && config["text_config"].is_object() &&
+        config["text_config"].contains(key))
+      return &config["text_config"][key];
+    auto it = config.find(key);
+    return it == config.end() ? nullptr : &*it;
+  };
+  for (const char *key : {"bos_token_id", "eos_token_id", "pad_token_id"})
+    if (const nlohmann::json *v = field(key); v && !v->is_null())
+      g[key] = *v;
+  g["_from_model_config"] = true;
+  return g;
+}
+
+const std::vector<std::string> &tokenizerFileNames() {
+  static const std::vector<std::string> names = {"tokenizer.json",
+                                                 "tokenizer_config.json",
+                                                 "special_tokens_map.json",
+                                                 "vocab.json",
+                                                 "vocab.txt",
+                                                 "merges.txt",
+                                                 "tokenizer.model",
+                                                 "added_tokens.json",
+                                                 "chat_template.jinja",
+                                                 "chat_template.json"};
+  return names;
+}
+
+} // namespace archc

@@ -1,0 +1,304 @@
+//===- OnnxEmitter.cpp - -emit=onnx and -emit=onnx-text -------------------===//
+//
+// This file implements ONNX emission. Every file of one emission is staged
+// in an OutputSet inside the output directory (the external data under its
+// final name beside the model, so the model's relative references resolve
+// there), checked with onnx::checker and strict shape inference, then
+// published together. Any failure removes the staging directory: no partial
+// output. A model folder (`-o OUT/`) also gets the transformers.js view of
+// the graph, config.json, generation_config.json and the tokenizer.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/package/OnnxEmitter.h"
+#include "emit/package/GenaiConfig.h"
+
+#include "checkpoint/Safetensors.h"
+#include "emit/lowering/OnnxLowering.h"
+#include "emit/onnx/OnnxContribSchemas.h"
+#include "emit/package/ClientIo.h"
+#include "emit/package/ModelFolder.h"
+#include "emit/package/OnnxFiles.h"
+#include "emit/weights/ExternalData.h"
+#include "support/FileRead.h"
+#include "support/OutputSet.h"
+#include "support/Progress.h"
+#include "support/StagedFile.h"
+
+#include <fmt/format.h>
+#include <onnx/checker.h>
+#include <onnx/defs/printer.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace archc {
+
+bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
+              DiagnosticEngine &diags, std::ostream &textOut) {
+  Checkpoint ckpt;
+  WeightSource source = WeightSource::Layout;
+  if (!opts.weights.empty()) {
+    if (!ckpt.open(opts.weights, diags))
+      return false;
+    source = WeightSource::Checkpoint;
+  } else if (opts.init == "random") {
+    source = WeightSource::Random;
+  } else if (opts.init == "zeros") {
+    source = WeightSource::Zeros;
+  }
+  if (opts.text)
+    source = WeightSource::Layout;
+
+  onnx::ModelProto model;
+  model.set_ir_version(onnx::IR_VERSION);
+  model.set_producer_name("archc");
+  model.set_producer_version("0.1.0");
+  model.set_doc_string("Compiled by archc from " + m.sourceFile + " with " +
+                       m.configFile);
+  auto *opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOnnxOpset);
+  onnx::GraphProto *graph = model.mutable_graph();
+  graph->set_name(m.name);
+
+  WeightPlan plan(source, source == WeightSource::Checkpoint ? &ckpt : nullptr,
+                  opts.seed, opts.checkpointQuant);
+  // Stacked expert weights the model reads as [in, out] matrices (how
+  // MXFP4 blocks, stored [out, in], map onto them).
+  std::set<std::string> inOut;
+  for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(m))
+    if (u.slice && u.inOut)
+      inOut.insert(u.param->attr<std::string>("name"));
+  plan.setInOutWeights(std::move(inOut));
+  OnnxLowering lowering(m, *graph, plan, diags, opts.quant, opts.target);
+  if (!lowering.run())
+    return false;
+  if (lowering.usesContribOps()) {
+    registerContribSchemas();
+    auto *contrib = model.add_opset_import();
+    contrib->set_domain(kContribDomain);
+    contrib->set_version(kContribOpset);
+  }
+  if (!plan.validate(diags, opts.weights, /*reportUnused=*/true,
+                     &opts.declaredElsewhere))
+    return false;
+
+  if (opts.text) {
+    // Checked like a written model, its layout staged in a scratch set in
+    // the temporary folder (removed on return, on a signal, or by the next
+    // run's sweep).
+    OutputSet scratch;
+    bool ok = scratch.begin(fs::temp_directory_path().string(), diags);
+    if (ok) {
+      ExternalDataWriter data(scratch, "", "model.onnx", opts.dataChunkBytes,
+                              /*layoutOnly=*/true, nullptr);
+      WeightStats stats;
+      ok = plan.writeExternal(*graph, data, diags, stats) &&
+           checkModel(scratch.stagingDirectory(), model, diags);
+    }
+    scratch.discard();
+    if (!ok)
+      return false;
+    printText(model, textOut);
+    return true;
+  }
+
+  // Where the files go.
+  const nlohmann::json emptyConfig = nlohmann::json::object();
+  const nlohmann::json &config = opts.config ? *opts.config : emptyConfig;
+  fs::path outDir, modelRel;
+  if (opts.folder) {
+    outDir = opts.output;
+    modelRel =
+        fs::path("onnx") / folderModelFile(m.activationDType, opts.quant);
+  } else {
+    fs::path target(opts.output);
+    outDir = target.parent_path();
+    modelRel = target.filename();
+  }
+  if (outDir.empty())
+    outDir = ".";
+  const std::string modelFile = modelRel.filename().string();
+  const fs::path modelDirRel = modelRel.parent_path();
+
+  if (!opts.folder && !checkDestination(opts.output, diags))
+    return false;
+  OutputSet set;
+  if (!set.begin(outDir.string(), diags))
+    return false;
+
+  // Weights: external data files first (published before the model).
+  WeightStats stats;
+  bool embed = opts.embedWeights;
+  std::vector<std::string> dataFiles;
+  if (embed) {
+    if (plan.totalBytes() > (uint64_t(2) << 30) - (uint64_t(64) << 20)) {
+      diags.error(SourceRange(),
+                  "--embed-weights: {} bytes of weights do not "
+                  "fit in one protobuf (2 GiB limit)",
+                  plan.totalBytes());
+      return false;
+    }
+    ProgressBar bar("binding weights", plan.totalBytes(),
+                    opts.progress && source != WeightSource::Layout);
+    if (!plan.embed(*graph, diags, stats, &bar))
+      return false;
+  } else {
+    bool layout = source == WeightSource::Layout;
+    ProgressBar bar("binding weights", plan.totalBytes(),
+                    opts.progress && !layout);
+    ExternalDataWriter data(set, modelDirRel.string(), modelFile,
+                            opts.dataChunkBytes, layout, &bar);
+    if (!plan.writeExternal(*graph, data, diags, stats))
+      return false;
+    dataFiles = data.files();
+  }
+  fs::path stagedModelDir = fs::path(set.stagingDirectory()) / modelDirRel;
+
+  // Side files of a model folder; its config.json names the model type
+  // transformers.js sees.
+  nlohmann::json generation = nullptr;
+  if (!opts.inputDir.empty())
+    generation =
+        readJsonIfPresent(fs::path(opts.inputDir) / "generation_config.json");
+  std::string modelType = modelTypeOf(config, m);
+  const std::string genaiVariant = modelRel.stem().string() + ".genai.onnx";
+  if (opts.folder) {
+    nlohmann::json previous = readJsonIfPresent(outDir / "config.json");
+    std::map<std::string, unsigned> chunks = {
+        {modelFile, static_cast<unsigned>(dataFiles.size())},
+        {genaiVariant, 0}};
+    nlohmann::json outConfig = outputConfig(
+        config, m, chunks, previous.is_object() ? &previous : nullptr);
+    modelType = modelTypeOf(outConfig, m);
+    if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
+      return false;
+    if (generation.is_object()) {
+      // The input's, byte for byte.
+      std::error_code ec;
+      fs::path from = fs::path(opts.inputDir) / "generation_config.json";
+      fs::copy_file(from, set.stage("generation_config.json"), ec);
+      if (ec) {
+        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
+                    from.string(), set.finalPath("generation_config.json"),
+                    ec.message());
+        return false;
+      }
+    } else {
+      generation = generationConfig(nullptr, config);
+      if (!writeText(set, "generation_config.json", generation.dump(2) + "\n",
+                     diags))
+        return false;
+    }
+  }
+
+  // The model as the folder's clients see it: transformers.js names in a
+  // model folder, onnxruntime-genai's (archc's own) otherwise.
+  ClientIo tjs;
+  if (opts.folder) {
+    auto mq = config.find("multi_query");
+    tjs = transformersJsIo(*graph, modelType,
+                           mq != config.end() && mq->is_boolean() &&
+                               mq->get<bool>());
+    if (!tjs.runs)
+      diags.report(Severity::Note, SourceRange(),
+                   fmt::format("{}: transformers.js cannot run this model "
+                               "({})",
+                               set.finalPath(modelRel.string()), tjs.whyNot));
+  }
+  onnx::ModelProto genaiModel;
+  std::string genaiRel = modelRel.string();
+  bool twoGraphs = opts.folder && tjs.runs && tjs.changesGraph();
+  if (twoGraphs) {
+    // onnxruntime-genai's graph: the same weights (same data files), its
+    // own names, beside the model.
+    genaiModel = model;
+    genaiRel =
+        (modelDirRel / (modelRel.stem().string() + ".genai.onnx")).string();
+    applyClientIo(*model.mutable_graph(), tjs);
+  }
+  if (!checkModel(stagedModelDir.string(), model, diags) ||
+      !writeProto(model, set.stage(modelRel.string()),
+                  set.finalPath(modelRel.string()), diags))
+    return false;
+  if (twoGraphs && (!checkModel(stagedModelDir.string(), genaiModel, diags) ||
+                    !writeProto(genaiModel, set.stage(genaiRel),
+                                set.finalPath(genaiRel), diags)))
+    return false;
+
+  std::string genaiWhyNot;
+  bool writeGenai = opts.genaiConfig;
+  if (writeGenai && !genaiBindsStates(m, genaiWhyNot)) {
+    diags.report(Severity::Note, SourceRange(),
+                 "genai_config.json not written: " + genaiWhyNot);
+    writeGenai = false;
+  }
+  if (writeGenai) {
+    nlohmann::ordered_json genai = makeGenaiConfig(
+        m, config, generation.is_object() ? &generation : nullptr, genaiRel,
+        opts.kvCache);
+    if (!writeText(set, "genai_config.json", genai.dump(4) + "\n", diags))
+      return false;
+  }
+  // The tokenizer of the input folder.
+  bool copiedTokenizer = false;
+  if (opts.folder && !opts.inputDir.empty()) {
+    for (const std::string &name : tokenizerFileNames()) {
+      fs::path from = fs::path(opts.inputDir) / name;
+      std::error_code ec;
+      if (!fs::is_regular_file(from, ec))
+        continue;
+      fs::copy_file(from, set.stage(name), ec);
+      if (ec) {
+        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
+                    from.string(), set.finalPath(name), ec.message());
+        return false;
+      }
+      copiedTokenizer = true;
+    }
+  }
+
+  // Files of an earlier emission of this model that this one does not
+  // produce: its data files (another chunk count, --embed-weights, the
+  // old model.onnx.data name), its genai graph, the genai_config.json that
+  // described it, and (when this emission brings a tokenizer) the old one.
+  std::string modelRelStr = modelRel.string();
+  fs::path genaiPath = outDir / "genai_config.json";
+  set.removeStale({modelDirRel.string()}, [=](const std::string &rel) {
+    std::string name = fs::path(rel).filename().string();
+    return isExternalDataOf(modelFile, name) || name == genaiVariant;
+  });
+  set.removeStale({""}, [=](const std::string &rel) {
+    if (rel == "genai_config.json") {
+      nlohmann::json old = readJsonIfPresent(genaiPath);
+      if (!old.is_object())
+        return false;
+      const nlohmann::json *file = nullptr;
+      try {
+        file = &old.at("model").at("decoder").at("filename");
+      } catch (...) {
+        return false;
+      }
+      return file->is_string() &&
+             (file->get<std::string>() == modelRelStr ||
+              fs::path(file->get<std::string>()).filename() == genaiVariant);
+    }
+    if (copiedTokenizer) {
+      const auto &names = tokenizerFileNames();
+      return std::find(names.begin(), names.end(), rel) != names.end();
+    }
+    return false;
+  });
+  return set.publish(diags);
+}
+
+} // namespace archc

@@ -1,0 +1,22 @@
+//===- OnnxPlugin.cpp - Entry point of the ONNX back-end module -----------===//
+//
+// This file exports the C entry point of libarchc-onnx.so. The ONNX back end
+// is a separate module so that archc's other outputs (IR, profile) do not
+// pay for loading and relocating libonnx and libprotobuf at start-up.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/package/OnnxEmitter.h"
+#include "emit/package/VlmPackage.h"
+
+extern "C" __attribute__((visibility("default"))) bool
+archc_emit_onnx(const archc::ir::Module *m, const archc::OnnxEmitOptions *opts,
+                archc::DiagnosticEngine *diags, std::ostream *out) {
+  return archc::emitOnnx(*m, *opts, *diags, *out);
+}
+
+extern "C" __attribute__((visibility("default"))) bool
+archc_emit_onnx_package(const archc::PackageGraph *graphs, size_t count,
+                        const archc::OnnxEmitOptions *opts,
+                        archc::DiagnosticEngine *diags, std::ostream *out) {
+  return archc::emitOnnxPackage({graphs, graphs + count}, *opts, *diags, *out);
+}

@@ -1,0 +1,1 @@
+#include "emit/lowering/Lower.h"
