@@ -161,7 +161,9 @@ def bench_quant_weights(archc, runs):
                 os.makedirs(out_dir)
                 samples.append(run([archc, arch, "--config", conf, "-emit=onnx", "--weights", ckpt, "-o",
                                     os.path.join(out_dir, "model.onnx")] + extra))
-                size = os.path.getsize(os.path.join(out_dir, "model.onnx.data"))
+                # model.onnx_data, then model.onnx_data_1, ... past the chunk limit.
+                size = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir)
+                           if f.startswith("model.onnx_data"))
                 shutil.rmtree(out_dir)
             report("archc %s (%.2f GB out)" % (label, size / 1e9), samples)
 
