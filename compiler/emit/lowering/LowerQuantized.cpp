@@ -21,25 +21,6 @@
 namespace archc {
 
 void OnnxLowering::planQuantization() {
-  // How often each value is read, to keep slices other ops also read.
-  std::map<const ir::Value *, int> reads;
-  ir::walk(module.graph.body, [&](const ir::Op &op) {
-    for (const ir::Value *v : op.operands)
-      ++reads[v];
-  });
-  for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(module)) {
-    if (u.slice && reads[u.slice->getResult()] != 1)
-      continue;
-    quantMatmuls[u.matmul] = u;
-    quantParams.insert(u.param);
-    if (u.slice)
-      quantSlices.insert(u.slice);
-  }
-  if (quant.embeddings)
-    for (const ir::Op *g : ir::findEmbeddingGathers(module)) {
-      quantGathers.insert(g);
-      quantParams.insert(g->getOperand(0)->getDefiningOp());
-    }
   // The expert bodies an unrolled dispatch of every quantized MoE layer
   // would copy (--quant-unroll-experts bounds them).
   ir::walk(module.graph.body, [&](const ir::Op &op) {
@@ -49,40 +30,12 @@ void OnnxLowering::planQuantization() {
   });
   // Stacked weights read as [in, out] matrices bind gpt-oss's MXFP4 blocks
   // transposed (also without --quant, see OnnxEmitter).
-  reportFloatProjections();
-}
-
-void OnnxLowering::reportFloatProjections() {
-  std::set<const ir::Op *> quantized;
-  for (const auto &[op, use] : quantMatmuls)
-    quantized.insert(op);
-  // One line per weight (layers and experts share a pattern).
-  std::map<std::string, std::string> byWeight;
-  for (const ir::FloatProjection &f :
-       ir::findFloatProjections(module, quantized))
-    byWeight.emplace(f.weight, f.reason);
-  if (byWeight.empty())
-    return;
-  std::string list;
-  for (const auto &[weight, reason] : byWeight)
-    list += fmt::format("\n  {} ({})", weight, reason);
-  diags.report(Severity::Note, SourceRange(),
-               fmt::format("--quant leaves {} projection weight{} in float:{}",
-                           byWeight.size(), byWeight.size() == 1 ? "" : "s",
-                           list));
+  weightStorage.reportFloatProjections(diags);
 }
 
 ir::QuantLayout OnnxLowering::quantLayout(int64_t rows, int64_t cols,
                                           int64_t experts) const {
-  ir::QuantLayout l;
-  l.bits = quant.bits;
-  l.block = quant.block;
-  l.rows = rows;
-  l.cols = cols;
-  l.experts = experts;
-  l.symmetric = quant.symmetric;
-  l.scaleBits = ir::dtypeBits(module.activationDType);
-  return l;
+  return weightStorage.layout(rows, cols, experts, module.activationDType);
 }
 
 std::string OnnxLowering::paramName(const ir::Op &param) const {

@@ -49,10 +49,14 @@ std::string onnxDimName(const ir::SymExpr &e) {
 
 OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
                            WeightPlan &w, DiagnosticEngine &d,
-                           const ir::QuantOptions &quant, OnnxTarget target)
+                           const WeightStorage &storage, OnnxTarget target)
     : module(m), b(g), weights(w), diags(d),
       act(onnxDType(ir::dtypeName(m.activationDType))), target(target),
-      quant(quant) {
+      weightStorage(storage), quant(storage.quant()),
+      quantMatmuls(storage.quantizedMatmuls()),
+      quantGathers(storage.quantizedGathers()),
+      quantSlices(storage.quantizedSlices()),
+      quantParams(storage.quantizedParams()) {
   if (quant.enabled())
     planQuantization();
   findLinearWeights();

@@ -15,6 +15,7 @@
 #include "emit/onnx/OnnxBuilder.h"
 #include "emit/onnx/OnnxTarget.h"
 #include "emit/weights/WeightPlan.h"
+#include "emit/weights/WeightStorage.h"
 #include "ir/IR.h"
 #include "ir/WeightQuant.h"
 #include "support/Diagnostics.h"
@@ -36,8 +37,10 @@ std::string onnxDimName(const ir::SymExpr &e);
 
 class OnnxLowering {
 public:
+  /// Lowers `m` into `g`, its weights registered in `w` and stored as
+  /// `storage` decided (float, or block-quantized readers).
   OnnxLowering(const ir::Module &m, onnx::GraphProto &g, WeightPlan &w,
-               DiagnosticEngine &d, const ir::QuantOptions &quant = {},
+               DiagnosticEngine &d, const WeightStorage &storage,
                OnnxTarget target = OnnxTarget::Portable);
   /// Lowers the whole graph (inputs, ops, outputs).
   bool run();
@@ -339,20 +342,19 @@ private:
                                 const std::string &q, const std::string &total);
   /// `allowed` And the key_mask and segments operands ("" = all allowed).
   std::string keyAndSegmentMasks(const ir::Op &attn, std::string allowed);
-  // LowerQuantized.cpp: weights stored block-quantized (--quant).
-  ir::QuantOptions quant;
+  // LowerQuantized.cpp: weights stored block-quantized (--quant), as
+  // WeightStorage decided.
+  const WeightStorage &weightStorage;
+  const ir::QuantOptions &quant;
   /// Quantized readers: matmuls of Linear weights (MatMulNBits) and, with
   /// --quant-embeddings, embedding gathers (GatherBlockQuantized).
-  std::map<const ir::Op *, ir::LinearWeightUse> quantMatmuls;
-  /// Names, in a note, every projection weight --quant leaves in float and
-  /// why (ir::findFloatProjections).
-  void reportFloatProjections();
-  std::set<const ir::Op *> quantGathers;
+  const std::map<const ir::Op *, ir::LinearWeightUse> &quantMatmuls;
+  const std::set<const ir::Op *> &quantGathers;
   /// Expert slices only quantized matmuls read (no Gather is emitted).
-  std::set<const ir::Op *> quantSlices;
+  const std::set<const ir::Op *> &quantSlices;
   /// Params a quantized reader reads: their float form is registered only
   /// if a float reader asks for it.
-  std::set<const ir::Op *> quantParams;
+  const std::set<const ir::Op *> &quantParams;
   /// Experts x quantized MoE layers of the graph: the expert bodies an
   /// unrolled dispatch would copy.
   int64_t quantExpertBodies = 0;

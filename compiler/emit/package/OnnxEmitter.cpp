@@ -45,18 +45,10 @@ namespace archc {
 bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
               DiagnosticEngine &diags, std::ostream &textOut) {
   Checkpoint ckpt;
-  WeightSource source = WeightSource::Layout;
-  if (!opts.weights.empty()) {
-    if (!ckpt.open(opts.weights, diags))
-      return false;
-    source = WeightSource::Checkpoint;
-  } else if (opts.init == "random") {
-    source = WeightSource::Random;
-  } else if (opts.init == "zeros") {
-    source = WeightSource::Zeros;
-  }
-  if (opts.text)
-    source = WeightSource::Layout;
+  WeightSource source;
+  if (!chooseWeightSource(opts.weights, opts.init, opts.text, ckpt, source,
+                          diags))
+    return false;
 
   onnx::ModelProto model;
   model.set_ir_version(onnx::IR_VERSION);
@@ -70,16 +62,11 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   onnx::GraphProto *graph = model.mutable_graph();
   graph->set_name(m.name);
 
-  WeightPlan plan(source, source == WeightSource::Checkpoint ? &ckpt : nullptr,
-                  opts.seed, opts.checkpointQuant);
-  // Stacked expert weights the model reads as [in, out] matrices (how
-  // MXFP4 blocks, stored [out, in], map onto them).
-  std::set<std::string> inOut;
-  for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(m))
-    if (u.slice && u.inOut)
-      inOut.insert(u.param->attr<std::string>("name"));
-  plan.setInOutWeights(std::move(inOut));
-  OnnxLowering lowering(m, *graph, plan, diags, opts.quant, opts.target);
+  WeightStorage storage(m, opts.quant, opts.checkpointQuant);
+  std::unique_ptr<WeightPlan> planned =
+      makeWeightPlan(m, source, &ckpt, opts.seed, storage);
+  WeightPlan &plan = *planned;
+  OnnxLowering lowering(m, *graph, plan, diags, storage, opts.target);
   if (!lowering.run())
     return false;
   if (lowering.usesContribOps()) {

@@ -166,23 +166,16 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
     return false;
   }
   Checkpoint ckpt;
-  WeightSource source = WeightSource::Layout;
-  if (!opts.weights.empty() && !opts.text) {
-    if (!ckpt.open(opts.weights, diags))
-      return false;
-    source = WeightSource::Checkpoint;
-  } else if (opts.init == "random") {
-    source = WeightSource::Random;
-  } else if (opts.init == "zeros") {
-    source = WeightSource::Zeros;
-  }
-  if (opts.text)
-    source = WeightSource::Layout;
+  WeightSource source;
+  if (!chooseWeightSource(opts.weights, opts.init, opts.text, ckpt, source,
+                          diags))
+    return false;
 
   struct Lowered {
     std::string name;
     const ir::Module *module;
     onnx::ModelProto model;
+    std::unique_ptr<WeightStorage> storage;
     std::unique_ptr<WeightPlan> plan;
   };
   std::vector<Lowered> lowered;
@@ -201,16 +194,12 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
     opset->set_domain("");
     opset->set_version(kOnnxOpset);
     l.model.mutable_graph()->set_name(g.module->name + "." + g.name);
-    l.plan = std::make_unique<WeightPlan>(
-        source, source == WeightSource::Checkpoint ? &ckpt : nullptr, opts.seed,
-        opts.checkpointQuant);
-    // Stacked expert weights read as [in, out] matrices (MXFP4 blocks).
-    std::set<std::string> inOut;
-    for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(*g.module))
-      if (u.slice && u.inOut)
-        inOut.insert(u.param->attr<std::string>("name"));
-    l.plan->setInOutWeights(std::move(inOut));
-    OnnxLowering lowering(*g.module, *l.model.mutable_graph(), *l.plan, diags);
+    // No --quant here (refused above): every weight float.
+    l.storage = std::make_unique<WeightStorage>(*g.module, ir::QuantOptions{},
+                                                opts.checkpointQuant);
+    l.plan = makeWeightPlan(*g.module, source, &ckpt, opts.seed, *l.storage);
+    OnnxLowering lowering(*g.module, *l.model.mutable_graph(), *l.plan, diags,
+                          *l.storage);
     if (!lowering.run())
       return false;
     ok &= l.plan->validate(diags, opts.weights, /*reportUnused=*/false);

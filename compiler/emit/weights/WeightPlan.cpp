@@ -9,6 +9,7 @@
 
 #include "emit/onnx/OnnxBuilder.h"
 #include "emit/weights/WeightElements.h"
+#include "emit/weights/WeightStorage.h"
 
 #include <fmt/format.h>
 
@@ -322,6 +323,38 @@ std::unique_ptr<FloatSource> WeightPlan::valuesOf(const Entry &e) const {
   if (source == WeightSource::Random)
     return randomSource(seed, e.name);
   return zeroSource();
+}
+
+bool chooseWeightSource(const std::string &weights, const std::string &init,
+                        bool text, Checkpoint &ckpt, WeightSource &source,
+                        DiagnosticEngine &diags) {
+  source = WeightSource::Layout;
+  if (text)
+    return true;
+  if (!weights.empty()) {
+    if (!ckpt.open(weights, diags))
+      return false;
+    source = WeightSource::Checkpoint;
+  } else if (init == "random") {
+    source = WeightSource::Random;
+  } else if (init == "zeros") {
+    source = WeightSource::Zeros;
+  }
+  return true;
+}
+
+std::unique_ptr<WeightPlan>
+makeWeightPlan(const ir::Module &m, WeightSource source, const Checkpoint *ckpt,
+               uint64_t seed, const WeightStorage &storage) {
+  auto plan = std::make_unique<WeightPlan>(
+      source, source == WeightSource::Checkpoint ? ckpt : nullptr, seed,
+      storage.checkpoint());
+  std::set<std::string> inOut;
+  for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(m))
+    if (u.slice && u.inOut)
+      inOut.insert(u.param->attr<std::string>("name"));
+  plan->setInOutWeights(std::move(inOut));
+  return plan;
 }
 
 } // namespace archc

@@ -44,6 +44,14 @@ namespace archc {
 
 enum class WeightSource { Checkpoint, Random, Zeros, Layout };
 
+/// Where an emission's weight bytes come from: the checkpoint at `weights`
+/// (opened into `ckpt`), generated data (`init`: "random" or "zeros"), or
+/// none (the layout alone; always for ONNX text). False when the
+/// checkpoint cannot be opened (reported).
+bool chooseWeightSource(const std::string &weights, const std::string &init,
+                        bool text, Checkpoint &ckpt, WeightSource &source,
+                        DiagnosticEngine &diags);
+
 /// Counters reported after writing (benchmarks, docs/performance.md).
 struct WeightStats {
   uint64_t tensors = 0;
@@ -57,6 +65,8 @@ struct QuantizedRef {
   ir::QuantLayout layout;
   int32_t scaleType = 0; ///< ONNX element type of the scales
 };
+
+class WeightStorage;
 
 /// How a consumer reads a quantized weight's codes (the bytes are the same;
 /// only the initializer's dims differ).
@@ -309,6 +319,14 @@ private:
                         std::vector<uint8_t> &scales,
                         std::vector<uint8_t> &zeroPoints) const;
 };
+
+/// The weight plan of module `m`'s emission: bytes from `source` (`ckpt`
+/// when it is the checkpoint), stored as `storage` decided, and the stacked
+/// expert weights the module reads as [in, out] matrices (how MXFP4 blocks,
+/// stored [out, in], map onto them) registered as such.
+std::unique_ptr<WeightPlan>
+makeWeightPlan(const ir::Module &m, WeightSource source, const Checkpoint *ckpt,
+               uint64_t seed, const WeightStorage &storage);
 
 } // namespace archc
 
