@@ -1,4 +1,5 @@
-//===- WeightStorage.cpp - How each weight of a model is stored ------------===//
+//===- WeightStorage.cpp - How each weight of a model is stored
+//------------===//
 //
 // This file implements WeightStorage (WeightStorage.h).
 //

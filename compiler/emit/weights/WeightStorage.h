@@ -46,7 +46,8 @@ public:
                          ir::DType activations) const;
 
   /// Matmuls that read a Linear weight's codes (MatMulNBits), with the use.
-  const std::map<const ir::Op *, ir::LinearWeightUse> &quantizedMatmuls() const {
+  const std::map<const ir::Op *, ir::LinearWeightUse> &
+  quantizedMatmuls() const {
     return matmuls;
   }
   /// Embedding gathers that read codes (GatherBlockQuantized).

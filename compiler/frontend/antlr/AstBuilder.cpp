@@ -20,46 +20,15 @@
 //===----------------------------------------------------------------------===//
 #include "frontend/antlr/AstBuilder.h"
 
+#include "frontend/antlr/Literals.h"
 #include "frontend/antlr/OperatorTokens.h"
 
 #include "ArchVisitor.h"
-
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 
 namespace archc::frontend {
 namespace {
 
 using grammar::ArchParser;
-
-std::string unescape(const std::string &quoted) {
-  std::string out;
-  for (size_t i = 1; i + 1 < quoted.size(); ++i) {
-    char c = quoted[i];
-    if (c == '\\' && i + 2 < quoted.size()) {
-      char n = quoted[++i];
-      switch (n) {
-      case 'n':
-        out += '\n';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      default:
-        out += n;
-      }
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-/// A literal's text for a message, shortened.
-std::string clip(const std::string &text) {
-  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
-}
 
 class AstBuilder final : public grammar::ArchVisitor {
 public:
@@ -707,27 +676,15 @@ private:
 
   antlrcpp::Any visitIntLit(ArchParser::IntLitContext *ctx) override {
     SourceRange r = m.range(ctx);
-    const std::string text = ctx->value->getText();
-    errno = 0;
-    long long v = std::strtoll(text.c_str(), nullptr, 10);
-    if (errno == ERANGE) {
-      diags.error(r, "integer literal '{}' is too large (the limit is {})",
-                  clip(text), INT64_MAX);
-      v = 0;
-    }
-    exprResult = std::make_unique<ast::IntExpr>(r, v);
+    exprResult = std::make_unique<ast::IntExpr>(
+        r, parseIntLiteral(ctx->value->getText(), r, diags));
     return {};
   }
 
   antlrcpp::Any visitFloatLit(ArchParser::FloatLitContext *ctx) override {
     SourceRange r = m.range(ctx);
-    const std::string text = ctx->value->getText();
-    double v = std::strtod(text.c_str(), nullptr);
-    if (!std::isfinite(v)) {
-      diags.error(r, "floating-point literal '{}' is out of range", clip(text));
-      v = 0;
-    }
-    exprResult = std::make_unique<ast::FloatExpr>(r, v);
+    exprResult = std::make_unique<ast::FloatExpr>(
+        r, parseFloatLiteral(ctx->value->getText(), r, diags));
     return {};
   }
 
