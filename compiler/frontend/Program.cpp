@@ -203,12 +203,19 @@ void inherit(ast::ArchDecl &a, const ast::ArchDecl *base,
   a.defaultsNotInherited.clear();
   std::map<std::string, const ast::ConfigEntry *> ownEntries;
   std::map<std::string, SourceRange> kept;
+  // `keep all`: every inherited field keeps the base's default (a head of
+  // the same configuration class: BertForMaskedLM on BertModel's fields).
+  bool keepAll = false;
   for (const ast::ConfigEntry &e : a.config) {
     if (e.declaresName())
       ownEntries.emplace(e.name, &e);
     else if (e.kind == ast::ConfigEntry::Kind::Keep)
-      for (const std::string &n : e.names)
-        kept.emplace(n, e.nameRange);
+      for (const std::string &n : e.names) {
+        if (n == "all")
+          keepAll = true;
+        else
+          kept.emplace(n, e.nameRange);
+      }
   }
   std::map<std::string, const ast::DefDecl *> ownDefs;
   for (const auto &d : a.defs)
@@ -226,7 +233,8 @@ void inherit(ast::ArchDecl &a, const ast::ArchDecl *base,
                     : ownEntries.find(e->name);
       if (it == ownEntries.end()) {
         a.allConfig.push_back(e);
-        if (e->kind == ast::ConfigEntry::Kind::Field && !kept.count(e->name)) {
+        if (e->kind == ast::ConfigEntry::Kind::Field && !kept.count(e->name) &&
+            (!keepAll || base->defaultsNotInherited.count(e->name))) {
           auto inherited = base->defaultsNotInherited.find(e->name);
           a.defaultsNotInherited[e->name] =
               inherited != base->defaultsNotInherited.end() ? inherited->second
@@ -510,17 +518,30 @@ const ast::ArchDecl *Program::selectArch(const std::string &architecture,
       if (m == architecture)
         return a.get();
   // Without a class to match (-emit=config of the file alone), the one arch
-  // that claims classes: the others are its parts (a text model, a base).
+  // that claims classes: the others are its parts (a text model, a base);
+  // or the one that every other claiming arch extends (a family and its
+  // task heads, BertModel's arch and BertForMaskedLM's).
   if (architecture.empty()) {
-    const ast::ArchDecl *claiming = nullptr;
-    int n = 0;
+    std::vector<const ast::ArchDecl *> claiming;
     for (const auto &a : main.archs)
-      if (!a->matches.empty()) {
-        claiming = a.get();
-        ++n;
-      }
-    if (n == 1)
-      return claiming;
+      if (!a->matches.empty())
+        claiming.push_back(a.get());
+    if (claiming.size() == 1)
+      return claiming.front();
+    auto derives = [&](const ast::ArchDecl *a, const std::string &root) {
+      for (const ast::ArchDecl *b = a; b && !b->base.empty();
+           b = findArch(b->base))
+        if (b->base == root)
+          return true;
+      return false;
+    };
+    for (const ast::ArchDecl *root : claiming) {
+      bool all = true;
+      for (const ast::ArchDecl *a : claiming)
+        all &= a == root || derives(a, root->name);
+      if (all)
+        return root;
+    }
   }
   auto &d = diags.error(SourceRange(SourceLoc{main.fileId, 1, 1}),
                         "several archs in this file and none matches the "

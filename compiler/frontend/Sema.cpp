@@ -46,9 +46,10 @@ namespace {
 // Symbolic dims of graph inputs: the batch and new tokens of a decoder
 // call, and the images, image slots per row (padded [batch, max_images, ...]
 // inputs) and image tokens (rows of image_features) of a vision-language
-// package.
-const std::set<std::string> kDims = {"batch", "seq", "images", "max_images",
-                                     "image_tokens"};
+// package, and the encoder positions an encoder-decoder's decoder attends to
+// (enc_seq: the length of encoder_hidden_states).
+const std::set<std::string> kDims = {"batch",      "seq",          "images",
+                                     "max_images", "image_tokens", "enc_seq"};
 
 struct Scope {
   std::set<std::string> names;

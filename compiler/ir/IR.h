@@ -53,6 +53,7 @@ enum class OpFamily {
   Route,
   Experts,
   Vision,
+  Sequence,
   Control
 };
 

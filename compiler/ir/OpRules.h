@@ -8,7 +8,9 @@
 //   Linear.cpp       matmul, gather, norms
 //   Reduce.cpp       reduce_sum, reduce_mean, topk_mask, sinkhorn
 //   Shape.cpp        reshape, transpose, split, concat, slice, expert_slice
-//   Attention.cpp    rope, attention, mla_attention, cache
+//   Attention.cpp    rope, attention, mla_attention
+//   Cache.cpp        cache (growing, or computed once and carried)
+//   Sequence.cpp     positions, cumsum, conv1d (encoders, speech)
 //   Recurrent.cpp    causal_conv1d, delta_rule, compress (constant-size
 //                    state)
 //   StateSpace.cpp   selective_scan, ssd_scan (Mamba-1 / Mamba-2 scans,

@@ -59,10 +59,12 @@ std::vector<OpSchema> buildTable() {
   addLinearSchemas(defined);
   addShapeSchemas(defined);
   addAttentionSchemas(defined);
+  addCacheSchemas(defined);
   addRecurrentSchemas(defined);
   addStateSpaceSchemas(defined);
   addMoeSchemas(defined);
   addVisionSchemas(defined);
+  addSequenceSchemas(defined);
   std::vector<OpSchema> table(kNumOpKinds);
   std::vector<bool> seen(kNumOpKinds, false);
   for (OpSchema &s : defined) {
@@ -223,13 +225,16 @@ std::optional<std::string> checkAttrValue(const AttrSpec &spec,
   }
   case AttrType::Identifier: {
     const std::string &s = std::get<std::string>(value);
-    bool plain = !s.empty();
+    // Plain words, joined by single dots (`decoder.key`: the state names
+    // of an encoder-decoder's caches).
+    bool plain = !s.empty() && s.front() != '.' && s.back() != '.' &&
+                 s.find("..") == std::string::npos;
     for (char c : s)
       plain &= (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-               (c >= '0' && c <= '9') || c == '_';
+               (c >= '0' && c <= '9') || c == '_' || c == '.';
     if (!plain)
-      return fmt::format("{} '{}' must be a plain word (letters, digits, "
-                         "'_') such as \"{}\"",
+      return fmt::format("{} '{}' must be plain words (letters, digits, "
+                         "'_') joined by dots, such as \"{}\"",
                          spec.name, s,
                          spec.defaultValue
                              ? std::get<std::string>(*spec.defaultValue)

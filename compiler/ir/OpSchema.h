@@ -299,6 +299,8 @@ void addLinearSchemas(SchemaList &out);
 void addReduceSchemas(SchemaList &out);
 void addShapeSchemas(SchemaList &out);
 void addAttentionSchemas(SchemaList &out);
+void addCacheSchemas(SchemaList &out);
+void addSequenceSchemas(SchemaList &out);
 void addRecurrentSchemas(SchemaList &out);
 void addStateSpaceSchemas(SchemaList &out);
 void addMoeSchemas(SchemaList &out);

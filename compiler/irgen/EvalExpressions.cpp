@@ -95,7 +95,7 @@ EvalValue Evaluator::evalName(const ast::NameExpr &e,
   if (EvalValue *v = env->lookup(e.name))
     return *v;
   if (e.name == "batch" || e.name == "seq" || e.name == "images" ||
-      e.name == "max_images" || e.name == "image_tokens")
+      e.name == "max_images" || e.name == "image_tokens" || e.name == "enc_seq")
     return EvalValue::dim(ir::SymExpr::symbol(e.name));
   const ast::DefDecl *def = nullptr;
   bool archDef = false;

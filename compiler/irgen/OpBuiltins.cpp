@@ -529,6 +529,10 @@ bool Evaluator::buildModel(const ast::ArchDecl &a,
   std::vector<ir::Value *> outs;
   for (const ast::Target &t : model.outputs) {
     EvalValue *v = env->lookup(t.name);
+    // An output bound to none is not one of this graph's: a head the
+    // configured class does not have (BertModel's logits).
+    if (v && v->isNone())
+      continue;
     if (!v || !v->isTensor()) {
       error(t.range, fmt::format("model output '{}' must be a tensor, got {}",
                                  t.name, v ? v->typeName() : "nothing"));
@@ -537,6 +541,8 @@ bool Evaluator::buildModel(const ast::ArchDecl &a,
     outs.push_back(v->getTensor());
     g.outputNames.push_back(t.name);
   }
+  if (outs.empty() && diags.getNumErrors() == before)
+    error(model.range, "the model has no output (every one is none)");
   createOp(OpKind::Return, outs, model.range, 0);
   return diags.getNumErrors() == before && checkModelSize();
 }

@@ -12,8 +12,14 @@
 // schema declares a stateType: causal_conv1d, delta_rule, compress,
 // selective_scan, ssd_scan) get the same I/O with their own state type
 // (`past_key_values.{i}.conv_state`, `.recurrent_state`, `.ssm_state`, ...)
-// and a second result, the present state. Then `attention_mask` [batch, past +
-// seq] is added and read by every attention and recurrent op. Run after
+// and a second result, the present state. A cache computed once (`once`: an
+// encoder-decoder's cross-attention keys and values) gets a past state whose
+// length is its own symbol (`enc_past`: the entries a first call computed,
+// empty before it) and reads the graph input `use_cache_branch` (bool [1]),
+// which says whether the past state holds them. Then `attention_mask`
+// [batch, past + seq] is added and read by every attention op that takes
+// the padding mask and every recurrent op (none when no op reads it). Run
+// after
 // shape-inference (the state types come from the cached values) and run
 // shape-inference again afterwards.
 //
@@ -42,6 +48,8 @@ public:
   bool run(Module &m, PassContext &ctx) override {
     SymExpr past = SymExpr::symbol("past");
     SymExpr seq = SymExpr::symbol("seq");
+    SymExpr crossPast = SymExpr::symbol("enc_past");
+    Value *useCache = nullptr;
     for (auto &opPtr : m.graph.body.getOps()) {
       if (opPtr->getKind() != OpKind::Repeat)
         continue;
@@ -83,15 +91,24 @@ public:
                             "kv-cache");
               return false;
             }
+            const bool *onceAttr = op.optAttr<bool>("once");
+            bool once = onceAttr && *onceAttr;
             std::vector<int64_t> layout = cacheLayout(x.rank());
             pastType = TensorType(x.dtype, {});
             for (int64_t axis : layout)
-              pastType.dims.push_back(axis == 1 ? past : x.dims[axis]);
+              pastType.dims.push_back(axis == 1 ? (once ? crossPast : past)
+                                                : x.dims[axis]);
             presentType = pastType;
             for (size_t i = 0; i < layout.size(); ++i)
               if (layout[i] == 1)
-                presentType.dims[i] = past + seq;
+                presentType.dims[i] = once ? x.dims[1] : past + seq;
             op.setAttr("layout", layout);
+            if (once) {
+              if (!useCache)
+                useCache = m.graph.body.addArgument(
+                    TensorType(DType::Bool, {SymExpr(1)}), "use_cache_branch");
+              op.setOperand("use_cache", useCache);
+            }
           }
 
           std::string inName = "past_key_values.{i}." + name;

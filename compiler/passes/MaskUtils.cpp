@@ -12,6 +12,21 @@ namespace archc {
 bool addAttentionMask(ir::Module &m, const ir::SymExpr &length,
                       DiagnosticEngine &diags) {
   ir::Block &body = m.graph.body;
+  // The ops that read the padding mask: attention (unless it takes its
+  // masks itself, padding_mask: false) and every op with decode state.
+  auto reads = [](const ir::Op &op) {
+    if (op.getKind() == ir::OpKind::Attention) {
+      const bool *padding = op.optAttr<bool>("padding_mask");
+      return !padding || *padding;
+    }
+    return op.getKind() == ir::OpKind::MlaAttention ||
+           ir::opSchema(op.getKind()).stateType != nullptr;
+  };
+  bool needed = false;
+  ir::walk(static_cast<const ir::Block &>(body),
+           [&](const ir::Op &op) { needed |= reads(op); });
+  if (!needed)
+    return true;
   for (const auto &arg : body.getArguments())
     if (arg->name == "attention_mask") {
       diags.error(SourceRange(),
@@ -23,10 +38,7 @@ bool addAttentionMask(ir::Module &m, const ir::SymExpr &length,
       ir::TensorType(ir::DType::I64, {ir::SymExpr::symbol("batch"), length}),
       "attention_mask");
   ir::walk(body, [&](ir::Op &op) {
-    bool reads = op.getKind() == ir::OpKind::Attention ||
-                 op.getKind() == ir::OpKind::MlaAttention ||
-                 ir::opSchema(op.getKind()).stateType != nullptr;
-    if (reads && !op.hasOperand("mask"))
+    if (reads(op) && !op.hasOperand("mask"))
       op.setOperand("mask", mask);
   });
   return true;

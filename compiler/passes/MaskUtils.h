@@ -12,9 +12,11 @@
 
 namespace archc {
 
-/// Adds graph input `attention_mask` [batch, `length`] (i64) and appends it
-/// as the last operand of every attention op (attribute `masked`). Reports
-/// and returns false when the graph already has one.
+/// Adds graph input `attention_mask` [batch, `length`] (i64) and makes it
+/// the `mask` operand of every op that reads the padding mask (attention
+/// ops without `padding_mask: false`, MLA, ops with decode state); nothing
+/// when no op reads it. Reports and returns false when the graph already has
+/// an input of that name and some op would read the mask.
 bool addAttentionMask(ir::Module &m, const ir::SymExpr &length,
                       DiagnosticEngine &diags);
 

@@ -82,13 +82,26 @@ TEST(OpSchema, SignaturesDeriveFromTheSchemas) {
   std::vector<std::string> names;
   for (const BuiltinParam &p : attn->params)
     names.push_back(p.name + ":" + p.type + (p.required ? "!" : ""));
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "q:tensor!", "k:tensor!", "v:tensor!", "causal:bool",
-                       "window:int?", "chunk:int?", "scale:float?",
-                       "softcap:float?", "alibi:float?", "alibi_bf16:bool?",
-                       "sinks:tensor?", "extra_k:tensor?", "extra_v:tensor?",
-                       "extra_mask:tensor?", "key_mask:tensor?",
-                       "segments:tensor?", "bidirectional:tensor?"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"q:tensor!",
+                                             "k:tensor!",
+                                             "v:tensor!",
+                                             "causal:bool",
+                                             "window:int?",
+                                             "chunk:int?",
+                                             "scale:float?",
+                                             "softcap:float?",
+                                             "alibi:float?",
+                                             "alibi_bf16:bool?",
+                                             "padding_mask:bool?",
+                                             "relative_max_distance:int?",
+                                             "sinks:tensor?",
+                                             "extra_k:tensor?",
+                                             "extra_v:tensor?",
+                                             "extra_mask:tensor?",
+                                             "relative_bias:tensor?",
+                                             "key_mask:tensor?",
+                                             "segments:tensor?",
+                                             "bidirectional:tensor?"}));
 }
 
 /// An op with `n` operand-less results, for accessor tests.
@@ -178,8 +191,14 @@ TEST(OpSchema, AttributeValueChecks) {
   EXPECT_EQ(checkAttrValue(gelu.attr("approximate"), int64_t(1)),
             "approximate must be none or tanh, got 1");
   const OpSchema &cache = opSchema(OpKind::Cache);
-  EXPECT_NE(checkAttrValue(cache.attr("name"), std::string("k.v")),
+  // State names are words joined by dots (an encoder-decoder's
+  // `decoder.key`), nothing else.
+  EXPECT_EQ(checkAttrValue(cache.attr("name"), std::string("decoder.key")),
             std::nullopt);
+  for (const char *bad : {"k..v", ".k", "k.", "k v", "k-v", ""})
+    EXPECT_NE(checkAttrValue(cache.attr("name"), std::string(bad)),
+              std::nullopt)
+        << bad;
   EXPECT_EQ(checkAttrValue(cache.attr("name"), std::string("key")),
             std::nullopt);
   const OpSchema &norm = opSchema(OpKind::RmsNorm);

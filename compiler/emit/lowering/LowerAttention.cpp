@@ -194,10 +194,13 @@ bool OnnxLowering::lowerCache(const ir::Op &op) {
   bool identity = true;
   for (size_t i = 0; i < layout.size(); ++i)
     identity &= layout[i] == static_cast<int64_t>(i);
+  const ir::Value *past = op.operand("past");
+  const bool *once = op.optAttr<bool>("once");
+  if (past && once && *once)
+    return lowerOnceCache(op, layout);
   std::string stored =
       identity ? in(x)
                : b.node("Transpose", {in(x)}, {OnnxAttr::list("perm", layout)});
-  const ir::Value *past = op.operand("past");
   if (!past) {
     def(op.getResult(0), in(x));
     storage[op.getResult(0)] = stored;
@@ -243,6 +246,10 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
   std::string lengthKey = std::to_string(causal) + "/" +
                           std::to_string(window) + "/" + std::to_string(chunk) +
                           "/" + padding;
+  // Without a padding mask the keys give the length: ops over keys of
+  // another length (cross-attention) build their own.
+  if (!masked)
+    lengthKey += "/keys=" + attn.getOperand(1)->type.dims[1].str();
   if (attn.getKind() == OpKind::Attention)
     for (const char *extra : {"key_mask", "segments", "bidirectional"})
       if (const ir::Value *v = attn.operand(extra))
@@ -269,8 +276,14 @@ std::string OnnxLowering::allowedMask(const ir::Op &attn, const std::string &q,
   if (causal)
     allowed = b.node("LessOrEqual", {kRow, qCol});
   if (window > 0) {
+    // Causal: the last `window` keys; otherwise |query - key| < window.
     std::string inWindow =
         b.node("Greater", {kRow, b.node("Sub", {qCol, b.i64Scalar(window)})});
+    if (!causal)
+      inWindow = b.node(
+          "And",
+          {inWindow,
+           b.node("Less", {kRow, b.node("Add", {qCol, b.i64Scalar(window)})})});
     allowed = allowed.empty() ? inWindow : b.node("And", {allowed, inWindow});
   }
   if (chunk > 0) {
@@ -433,6 +446,10 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
   if (op.hasAttr("alibi"))
     scores = b.node("Add", {scores, alibiBias(op, storageOf(op.getOperand(1)),
                                               hk, groups)});
+  if (op.hasOperand("relative_bias"))
+    scores = b.node(
+        "Add",
+        {scores, relativeBias(op, q, storageOf(op.getOperand(1)), hk, groups)});
   const int64_t *chunk = op.optAttr<int64_t>("chunk");
   std::string allowed = allowedMask(op, q, storageOf(op.getOperand(1)), 2,
                                     window ? *window : 0, chunk ? *chunk : 0);

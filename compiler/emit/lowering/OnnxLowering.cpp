@@ -27,7 +27,11 @@ std::string onnxDimName(const ir::SymExpr &e) {
       {"(past + seq)", "total_sequence_length"},
       {"images", "num_images"},
       {"max_images", "max_num_images"},
-      {"image_tokens", "num_image_tokens"}};
+      {"image_tokens", "num_image_tokens"},
+      // An encoder-decoder's decoder: the encoder output's length, and the
+      // length of the cross-attention state it carries (Optimum's names).
+      {"enc_seq", "encoder_sequence_length"},
+      {"enc_past", "encoder_sequence_length_out"}};
   std::string s = e.str();
   auto it = names.find(s);
   if (it != names.end())
@@ -62,6 +66,7 @@ OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
   findLinearWeights();
   findReshapedWeights();
   findFusedStacks();
+  findOnceCones();
 }
 
 bool OnnxLowering::fail(const ir::Op &op, const std::string &msg) {
@@ -204,6 +209,9 @@ std::string OnnxLowering::narrowTo(const std::string &x, ir::DType t) {
 
 bool OnnxLowering::lowerBlock(const ir::Block &block) {
   for (const auto &op : block.getOps()) {
+    // Computed inside the branch of the cache they feed (lowerOnceCache).
+    if (inCone.count(op.get()))
+      continue;
     if (op->getNumResults() == 1 && fusedStacks.count(op->getResult())) {
       // A checkpoint stack (or its reshape) that an ORT MoE op reads
       // through its own blocks: lowered, and its data written, only if
@@ -340,6 +348,8 @@ bool OnnxLowering::lowerOp(const ir::Op &op) {
     return lowerExperts(op);
   case ir::OpFamily::Vision:
     return lowerVision(op);
+  case ir::OpFamily::Sequence:
+    return lowerSequence(op);
   default:
     return fail(op, "no lowering");
   }

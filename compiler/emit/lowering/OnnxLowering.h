@@ -330,6 +330,25 @@ private:
   /// `stacked`).
   static std::string stackedWeightName(const std::string &pattern);
 
+  // LowerSequence.cpp.
+  bool lowerSequence(const ir::Op &op);
+  /// The length of the graph's growing cache ([1] int64; from a state
+  /// input when no op has defined it yet), or "" when the graph has none.
+  std::string pastLength();
+  /// Fills onceCones and inCone: for each cache computed once, the ops
+  /// that compute its entries and feed nothing else, in program order.
+  void findOnceCones();
+  std::unordered_map<const ir::Op *, std::vector<const ir::Op *>> onceCones;
+  std::set<const ir::Op *> inCone;
+  /// A cache computed once: If(use_cache, past, its cone and entries).
+  bool lowerOnceCache(const ir::Op &op, const std::vector<int64_t> &layout);
+  /// T5's relative position bias [1, Hkv, G, S, T] (float32) of an
+  /// attention op with relative_bias, queries `q`, keys `keys` (storage
+  /// layout, length on axis 2).
+  std::string relativeBias(const ir::Op &attn, const std::string &q,
+                           const std::string &keys, int64_t kvHeads,
+                           int64_t groups);
+
   // LowerVision.cpp.
   bool lowerVision(const ir::Op &op);
   /// M-RoPE: freqs [axes, B, S, half] to [B, S, half], each frequency from

@@ -94,6 +94,13 @@ const std::set<std::string> kCausalLmTypes = {"bloom",
                                               "hrm_text",
                                               "phi3_v"};
 
+// MODEL_MAPPING_NAMES_ENCODER_ONLY (with the masked-LM, sequence- and
+// token-classification mappings of the same types): the encoder families
+// archc bundles, whose folder holds onnx/model.onnx without decode state.
+const std::set<std::string> kEncoderTypes = {
+    "bert",  "roberta",    "xlm-roberta", "distilbert",
+    "mpnet", "deberta-v2", "modernbert"};
+
 // getCacheNames: the types whose linear-attention layers are
 // past_conv.{i} + past_recurrent.{i}.
 const std::set<std::string> kGatedDeltaNetTypes = {
@@ -113,6 +120,12 @@ bool transformersJsKnowsModelType(const std::string &modelType) {
 ClientIo transformersJsIo(const onnx::GraphProto &graph,
                           const std::string &modelType, bool multiQuery) {
   ClientIo io;
+  bool stateless = true;
+  for (const auto &vi : graph.input())
+    stateless &= vi.name().rfind("past_key_values.", 0) != 0;
+  // An encoder: AutoModel, AutoModelForMaskedLM, ... feed it by name.
+  if (stateless && kEncoderTypes.count(modelType))
+    return io;
   if (!transformersJsKnowsModelType(modelType)) {
     io.runs = false;
     io.whyNot =

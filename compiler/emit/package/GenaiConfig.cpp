@@ -58,6 +58,19 @@ std::string genaiModelType(const std::string &t) {
 }
 
 bool genaiBindsStates(const ir::Module &m, std::string &whyNot) {
+  // An encoder (no decode state at all, whatever the passes) generates
+  // nothing for onnxruntime-genai to drive.
+  bool generative = false;
+  ir::walk(m.graph.body, [&](const ir::Op &op) {
+    generative |= op.getKind() == ir::OpKind::Cache ||
+                  op.getFamily() == ir::OpFamily::Recurrent ||
+                  op.getFamily() == ir::OpFamily::StateSpace;
+  });
+  if (!generative) {
+    whyNot = "onnxruntime-genai runs generative models; this one is an "
+             "encoder (no decode state)";
+    return false;
+  }
   bool ok = true;
   ir::walk(m.graph.body, [&](const ir::Op &op) {
     if (!ok || op.getKind() != ir::OpKind::StateIn)

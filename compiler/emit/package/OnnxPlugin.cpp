@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "emit/package/OnnxEmitter.h"
+#include "emit/package/Seq2SeqPackage.h"
 #include "emit/package/VlmPackage.h"
 
 extern "C" __attribute__((visibility("default"))) bool
@@ -18,5 +19,8 @@ extern "C" __attribute__((visibility("default"))) bool
 archc_emit_onnx_package(const archc::PackageGraph *graphs, size_t count,
                         const archc::OnnxEmitOptions *opts,
                         archc::DiagnosticEngine *diags, std::ostream *out) {
-  return archc::emitOnnxPackage({graphs, graphs + count}, *opts, *diags, *out);
+  std::vector<archc::PackageGraph> list(graphs, graphs + count);
+  if (archc::isSeq2SeqPackage(list))
+    return archc::emitSeq2SeqPackage(list, *opts, *diags, *out);
+  return archc::emitOnnxPackage(list, *opts, *diags, *out);
 }

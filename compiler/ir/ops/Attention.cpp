@@ -8,11 +8,8 @@
 // an extra mask) join the same softmax; ALiBi biases the scores by head
 // and key position. `mla_attention` reads a
 // latent [batch, keys, c] and a shared rope key [batch, keys, dr] and
-// expands per-head keys/values with kv_weight [heads * (dn + dv), c]. A
-// `cache` op is the
-// identity until the kv-cache pass gives it a past state (stored
-// [batch, kv_heads, past, d]); it then yields the full keys and the present
-// state.
+// expands per-head keys/values with kv_weight [heads * (dn + dv), c]. The
+// cache op that feeds attention its past keys is Cache.cpp's.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
@@ -174,6 +171,20 @@ bool verifyAttention(const Op &op, DiagnosticEngine &d) {
                   "keys have no ALiBi positions)");
     return false;
   }
+  if (op.hasAttr("relative_max_distance") && !op.hasOperand("relative_bias")) {
+    reportOpError(d, op,
+                  "relative_max_distance buckets relative positions: it "
+                  "needs relative_bias");
+    return false;
+  }
+  if (op.hasOperand("relative_bias") &&
+      (!op.hasAttr("relative_max_distance") || op.hasOperand("extra_k") ||
+       op.hasAttr("alibi"))) {
+    reportOpError(d, op,
+                  "relative_bias needs relative_max_distance and takes no "
+                  "extra keys or ALiBi");
+    return false;
+  }
   if (op.hasAttr("chunk") &&
       (op.hasAttr("window") || !op.attr<bool>("causal") ||
        op.hasOperand("extra_k"))) {
@@ -225,6 +236,18 @@ bool inferAttentionOp(Op &op, DiagnosticEngine &d) {
                               "key/value heads {}",
                               q.dims[2].str(), k.dims[2].str()));
     return false;
+  }
+  if (const Value *bias = op.operand("relative_bias")) {
+    const TensorType &r = bias->type;
+    if (r.rank() != 2 || r.dims[1] != q.dims[2] || !r.dims[0].isConstant() ||
+        !isFloat(r.dtype)) {
+      reportOpError(d, op,
+                    fmt::format("relative_bias {} must be a float table "
+                                "[buckets, heads] with one column per query "
+                                "head ({})",
+                                r.str(), q.dims[2].str()));
+      return false;
+    }
   }
   if (const Value *sinks = op.operand("sinks")) {
     const TensorType &s = sinks->type;
@@ -368,48 +391,6 @@ bool inferMla(Op &op, DiagnosticEngine &d) {
   return true;
 }
 
-bool inferCache(Op &op, DiagnosticEngine &d) {
-  const TensorType &x = op.getOperand(0)->type;
-  if (x.rank() < 2) {
-    reportOpError(d, op,
-                  fmt::format("state must be [batch, seq, ...], got "
-                              "{}",
-                              x.str()));
-    return false;
-  }
-  const Value *pastValue = op.operand("past");
-  if (!pastValue) {
-    op.getResult(0)->type = x;
-    return true;
-  }
-  // With a past state: full = concat(past, x) along seq.
-  const TensorType &past = pastValue->type;
-  std::vector<int64_t> layout = cacheLayout(x.rank());
-  size_t seqPos = 0;
-  for (size_t i = 0; i < layout.size(); ++i)
-    if (layout[i] == 1)
-      seqPos = i;
-  bool ok = past.rank() == x.rank() && past.dtype == x.dtype;
-  for (size_t i = 0; ok && i < layout.size(); ++i)
-    if (i != seqPos && past.dims[i] != x.dims[layout[i]])
-      ok = false;
-  if (!ok) {
-    reportOpError(d, op,
-                  fmt::format("past state {} does not match {} in "
-                              "storage layout",
-                              past.str(), x.str()));
-    return false;
-  }
-  TensorType full = x;
-  full.dims[1] = past.dims[seqPos] + x.dims[1];
-  TensorType present = past;
-  present.dims[seqPos] = full.dims[1];
-  op.getResult(0)->type = full;
-  if (op.getNumResults() > 1)
-    op.getResult(1)->type = present;
-  return true;
-}
-
 /// Keys a causal chunked kernel visits for s queries over t keys, query j
 /// at position p = t - s + j seeing the p mod chunk + 1 keys of its chunk.
 double visitedChunkKeys(double s, double t, double chunk) {
@@ -420,8 +401,15 @@ double visitedChunkKeys(double s, double t, double chunk) {
 }
 
 /// Keys a causal (sliding-window) kernel visits for s queries over t keys,
-/// query j at position t - s + j.
+/// query j at position t - s + j; without causality a window is the band
+/// |query - key| < w.
 double visitedKeys(double s, double t, double w, bool causal) {
+  if (!causal && w > 0) {
+    double keys = 0;
+    for (double p = t - s; p < t; ++p)
+      keys += std::min(p, w - 1) + std::min(t - 1 - p, w - 1) + 1;
+    return keys;
+  }
   if (!causal)
     return s * t;
   double base = t - s + 1; // keys of the first query
@@ -496,7 +484,7 @@ OpCost attentionCost(const Op &op, const CostContext &ctx) {
   // Distinct key positions read (a window bounds them, a chunk starts at
   // the first query's chunk); shared K = V (one tensor as both) is read
   // once.
-  double span = w > 0 ? std::min(t, w + s - 1) : t;
+  double span = w > 0 ? std::min(t, w + s - 1 + (causal ? 0 : w - 1)) : t;
   if (chunk > 0 && t >= s)
     span = s + std::fmod(t - s, chunk);
   auto kvRead = [&](const Value *key, const Value *value, double positions) {
@@ -536,8 +524,9 @@ OpCost attentionCost(const Op &op, const CostContext &ctx) {
   c.matmulFlops = 2 * c.macs;
   double scores = b * h * keys;
   bool softcap = op.hasAttr("softcap");
-  double perScore = 2 /*scale, mask*/ + 5 /*softmax*/ + (softcap ? 3 : 0) +
-                    (op.hasAttr("alibi") ? 1 : 0) /*bias*/;
+  double perScore =
+      2 /*scale, mask*/ + 5 /*softmax*/ + (softcap ? 3 : 0) +
+      (op.hasAttr("alibi") || op.hasOperand("relative_bias") ? 1 : 0) /*bias*/;
   c.flops = c.matmulFlops + scores * perScore;
   c.transcendentals = scores * (softcap ? 2 : 1);
   ctx.read(op.getOperand(0), c);
@@ -588,14 +577,6 @@ OpCost mlaCost(const Op &op, const CostContext &ctx) {
   return c;
 }
 
-/// The new tokens' keys or values written to the cache.
-OpCost cacheCost(const Op &op, const CostContext &ctx) {
-  OpCost c;
-  const Value *x = op.getOperand(0);
-  c.kvWriteBytes = ctx.elements(x->type) * ctx.kvBits() / 8;
-  ctx.read(x, c);
-  return c;
-}
 } // namespace
 
 void addAttentionSchemas(SchemaList &out) {
@@ -651,7 +632,9 @@ void addAttentionSchemas(SchemaList &out) {
                 "queries see keys at or before their position")
           .optAttr("window", AttrType::Int,
                    "sliding window: keys within the last `window` positions, "
-                   "the query's included")
+                   "the query's included; not causal: keys less than "
+                   "`window` positions away on either side (ModernBERT's "
+                   "local layers)")
           .atLeast(1)
           .optAttr("chunk", AttrType::Int,
                    "chunked attention: keys in the query's chunk of `chunk` "
@@ -669,6 +652,15 @@ void addAttentionSchemas(SchemaList &out) {
           .optAttr("alibi_bf16", AttrType::Bool,
                    "round the slopes and m_h * p_j to bfloat16 (Hugging "
                    "Face's build_alibi_tensor)")
+          .optAttr("padding_mask", AttrType::Bool,
+                   "false: the op reads no padding mask from the passes "
+                   "(an encoder's, masked by key_mask; an encoder-decoder's "
+                   "decoder, which takes none); absent: it reads the graph's "
+                   "attention_mask")
+          .optAttr("relative_max_distance", AttrType::Int,
+                   "T5's relative positions: distances from this on share "
+                   "the last bucket")
+          .atLeast(1)
           .optOperand("sinks", "[heads]: one extra logit per head that joins "
                                "the softmax and takes no value")
           .optOperand("extra_k", "[batch, keys, kv_heads, dk]", "extra_v")
@@ -677,6 +669,10 @@ void addAttentionSchemas(SchemaList &out) {
                       "bool [batch, keys] or [batch, seq, keys]: which extra "
                       "keys each query sees",
                       "extra_k")
+          .optOperand("relative_bias",
+                      "float [buckets, heads]: T5's relative position bias, "
+                      "table[bucket(key - query), h] added to the scores "
+                      "(bidirectional buckets unless causal)")
           .optOperand("key_mask",
                       "[batch, keys]: 0 hides a key from every query "
                       "(padded patches of a vision encoder)")
@@ -722,26 +718,6 @@ void addAttentionSchemas(SchemaList &out) {
           .cost(mlaCost)
           .costHandlesDensity()
           .denseResults()
-          .take());
-  out.push_back(
-      SchemaBuilder(OpKind::Cache,
-                    "decode-time state that grows along the sequence")
-          .describe("The identity until the kv-cache pass gives it a past "
-                    "state (rank-4 values [batch, seq, heads, d] are stored "
-                    "[batch, heads, seq, d]); it then yields the full keys "
-                    "(past + new) and the present state.")
-          .language()
-          .operand("x", "[batch, seq, ...]: the new tokens' entries")
-          .attr("name", AttrType::Identifier,
-                "state name: graph I/O past_key_values.{i}.<name>")
-          .passOperand("past", "the past state (kv-cache pass)")
-          .passAttr("layout", AttrType::IntList,
-                    "storage order of x's axes in the state")
-          .result("keys", "[batch, past + seq, ...] with a past state")
-          .passResult("present", "the state after this call")
-          .perLayerState()
-          .infer(inferCache)
-          .cost(cacheCost)
           .take());
 }
 

@@ -1,0 +1,359 @@
+//===- Seq2SeqPackage.cpp - Encoder-decoder model folders -----------------===//
+//
+// This file implements the emission of an encoder-decoder package. Both
+// graphs are lowered with their own WeightPlan over one checkpoint (the
+// shared embedding table is written into each graph's data), quantized as
+// --quant says, checked and staged in OUT/onnx/, and published with the side
+// files as one OutputSet: nothing of a failed emission is left behind.
+//
+//===----------------------------------------------------------------------===//
+#include "emit/package/Seq2SeqPackage.h"
+#include "emit/package/GenaiConfig.h"
+
+#include "checkpoint/Safetensors.h"
+#include "emit/lowering/OnnxLowering.h"
+#include "emit/onnx/OnnxContribSchemas.h"
+#include "emit/package/ModelFolder.h"
+#include "emit/package/OnnxFiles.h"
+#include "emit/weights/ExternalData.h"
+#include "emit/weights/WeightPlan.h"
+#include "support/OutputSet.h"
+#include "support/Progress.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <optional>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace archc {
+
+namespace {
+const ir::Module *graphNamed(const std::vector<PackageGraph> &graphs,
+                             const std::string &name) {
+  for (const PackageGraph &g : graphs)
+    if (g.name == name)
+      return g.module;
+  return nullptr;
+}
+
+/// The feature extractor's files (Whisper's log-mel parameters).
+const std::vector<std::string> &processorFiles() {
+  static const std::vector<std::string> names = {
+      "preprocessor_config.json", "processor_config.json",
+      "audio_processor_config.json"};
+  return names;
+}
+
+/// An integer config value the graph bound (the arch's config field).
+std::optional<int64_t> bound(const ir::Module &m, const std::string &key) {
+  auto it = m.info.find(key);
+  if (it == m.info.end())
+    return std::nullopt;
+  if (const int64_t *v = std::get_if<int64_t>(&it->second))
+    return *v;
+  return std::nullopt;
+}
+} // namespace
+
+bool isSeq2SeqPackage(const std::vector<PackageGraph> &graphs) {
+  return graphNamed(graphs, "encoder") && graphNamed(graphs, "decoder");
+}
+
+std::string seq2seqModelFile(const std::string &stem, ir::DType dtype,
+                             const ir::QuantOptions &quant) {
+  // folderModelFile's "model<suffix>.onnx" with the graph's stem.
+  std::string file = folderModelFile(dtype, quant);
+  return stem + file.substr(std::string("model").size());
+}
+
+void addSeq2SeqClientFields(nlohmann::json &config,
+                            const ir::Module &decoder) {
+  // transformers.js's getNormalizedConfig picks is_encoder_decoder from
+  // config.json and names the cache from these fields; a key Hugging Face
+  // defaults (T5's num_decoder_layers = num_layers) is absent there.
+  if (!config.contains("is_encoder_decoder"))
+    config["is_encoder_decoder"] = true;
+  for (const char *key :
+       {"num_layers", "num_decoder_layers", "num_heads", "d_kv",
+        "encoder_layers", "decoder_layers", "encoder_attention_heads",
+        "decoder_attention_heads", "d_model"})
+    if (!config.contains(key))
+      if (auto v = bound(decoder, key))
+        config[key] = *v;
+}
+
+nlohmann::ordered_json
+makeWhisperGenaiConfig(const ir::Module &encoder, const ir::Module &decoder,
+                       const std::string &encoderFile,
+                       const std::string &decoderFile,
+                       const nlohmann::json &config,
+                       const nlohmann::json &generation) {
+  using nlohmann::ordered_json;
+  ordered_json root =
+      makeGenaiConfig(decoder, config, &generation, decoderFile, true);
+  ordered_json &model = root["model"];
+  ordered_json &dec = model["decoder"];
+  int64_t layers = bound(decoder, "decoder_layers").value_or(0);
+  dec["num_hidden_layers"] = layers;
+  // onnxruntime-genai's Whisper decoder: ids, the encoder output, the self
+  // and cross caches by template (config.cpp's DecoderInputs keys).
+  dec["inputs"] = {{"input_ids", "input_ids"},
+                   {"encoder_hidden_states", "encoder_hidden_states"},
+                   {"past_key_names", "past_key_values.%d.decoder.key"},
+                   {"past_value_names", "past_key_values.%d.decoder.value"},
+                   {"cross_past_key_names", "past_key_values.%d.encoder.key"},
+                   {"cross_past_value_names",
+                    "past_key_values.%d.encoder.value"}};
+  dec["outputs"] = {{"logits", "logits"},
+                    {"present_key_names", "present.%d.decoder.key"},
+                    {"present_value_names", "present.%d.decoder.value"}};
+  // The encoder: log-mel features in, hidden states out.
+  int64_t d = bound(encoder, "d_model").value_or(0);
+  int64_t heads = bound(encoder, "encoder_attention_heads").value_or(0);
+  ordered_json enc;
+  enc["session_options"] = dec["session_options"];
+  enc["filename"] = encoderFile;
+  enc["head_size"] = heads ? d / heads : 0;
+  enc["hidden_size"] = d;
+  enc["inputs"] = {{"audio_features", "input_features"}};
+  enc["outputs"] = {{"encoder_hidden_states", "last_hidden_state"}};
+  enc["num_attention_heads"] = heads;
+  enc["num_hidden_layers"] = bound(encoder, "encoder_layers").value_or(0);
+  enc["num_key_value_heads"] = heads;
+  ordered_json ordered;
+  for (auto it = model.begin(); it != model.end(); ++it) {
+    if (it.key() == "decoder") {
+      ordered["decoder"] = *it;
+      ordered["encoder"] = enc;
+    } else {
+      ordered[it.key()] = *it;
+    }
+  }
+  auto start = generation.find("decoder_start_token_id");
+  if (start != generation.end() && !start->is_null())
+    ordered["decoder_start_token_id"] = *start;
+  if (auto ctx = bound(decoder, "max_target_positions")) {
+    ordered["context_length"] = *ctx;
+    root["search"]["max_length"] = *ctx;
+  }
+  ordered["type"] = "whisper";
+  root["model"] = ordered;
+  return root;
+}
+
+bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
+                        const OnnxEmitOptions &opts, DiagnosticEngine &diags,
+                        std::ostream &textOut) {
+  Checkpoint ckpt;
+  WeightSource source;
+  if (!chooseWeightSource(opts.weights, opts.init, opts.text, ckpt, source,
+                          diags))
+    return false;
+  struct Lowered {
+    std::string name, stem;
+    const ir::Module *module;
+    onnx::ModelProto model;
+    std::unique_ptr<WeightStorage> storage;
+    std::unique_ptr<WeightPlan> plan;
+  };
+  std::vector<Lowered> lowered;
+  bool ok = true;
+  for (const char *name : {"encoder", "decoder"}) {
+    Lowered &l = lowered.emplace_back();
+    l.name = name;
+    l.stem = l.name == "encoder" ? "encoder_model" : "decoder_model_merged";
+    l.module = graphNamed(graphs, name);
+    l.model.set_ir_version(onnx::IR_VERSION);
+    l.model.set_producer_name("archc");
+    l.model.set_producer_version("0.1.0");
+    l.model.set_doc_string("Compiled by archc from " + l.module->sourceFile +
+                           " with " + l.module->configFile + ": graph " +
+                           l.name);
+    auto *opset = l.model.add_opset_import();
+    opset->set_domain("");
+    opset->set_version(kOnnxOpset);
+    l.model.mutable_graph()->set_name(l.module->name + "." + l.name);
+    l.storage = std::make_unique<WeightStorage>(*l.module, opts.quant,
+                                                opts.checkpointQuant);
+    l.plan = makeWeightPlan(*l.module, source, &ckpt, opts.seed, *l.storage);
+    OnnxLowering lowering(*l.module, *l.model.mutable_graph(), *l.plan, diags,
+                          *l.storage, opts.target);
+    if (!lowering.run())
+      return false;
+    if (lowering.usesContribOps()) {
+      registerContribSchemas();
+      auto *contrib = l.model.add_opset_import();
+      contrib->set_domain(kContribDomain);
+      contrib->set_version(kContribOpset);
+    }
+    ok &= l.plan->validate(diags, opts.weights, /*reportUnused=*/false);
+  }
+  if (!ok)
+    return false;
+  // Checkpoint tensors neither graph reads, once.
+  if (source == WeightSource::Checkpoint) {
+    std::set<std::string> read;
+    for (const Lowered &l : lowered)
+      if (const std::set<std::string> *r = l.plan->consumedTensors())
+        read.insert(r->begin(), r->end());
+    for (const PackageGraph &g : graphs)
+      for (const ir::WeightDecl &w : g.module->weights) {
+        std::vector<int64_t> layers =
+            w.layers.empty() ? std::vector<int64_t>{-1} : w.layers;
+        for (int64_t layer : layers)
+          for (int64_t e = 0; e < std::max<int64_t>(w.experts, 1); ++e)
+            read.insert(w.instantiate(layer, w.experts ? e : -1));
+      }
+    std::vector<std::string> unused;
+    for (const auto &[name, t] : ckpt.tensors())
+      if (!read.count(name))
+        unused.push_back(name);
+    if (!unused.empty()) {
+      std::string list;
+      for (size_t i = 0; i < unused.size() && i < 20; ++i)
+        list += "\n  " + unused[i];
+      if (unused.size() > 20)
+        list += fmt::format("\n  ... and {} more", unused.size() - 20);
+      diags.warning(SourceRange(),
+                    fmt::format("{} checkpoint tensor{} not used by the model "
+                                "(ignored):{}",
+                                unused.size(),
+                                unused.size() == 1 ? " is" : "s are", list));
+    }
+  }
+
+  if (opts.text) {
+    for (Lowered &l : lowered) {
+      OutputSet scratch;
+      bool fine = scratch.begin(fs::temp_directory_path().string(), diags);
+      if (fine) {
+        ExternalDataWriter data(scratch, "", l.stem + ".onnx",
+                                opts.dataChunkBytes, /*layoutOnly=*/true,
+                                nullptr);
+        WeightStats stats;
+        fine = l.plan->writeExternal(*l.model.mutable_graph(), data, diags,
+                                     stats) &&
+               checkModel(scratch.stagingDirectory(), l.model, diags);
+      }
+      scratch.discard();
+      if (!fine)
+        return false;
+      textOut << "// graph " << l.name << "\n";
+      printText(l.model, textOut);
+    }
+    return true;
+  }
+
+  fs::path outDir = opts.output;
+  OutputSet set;
+  if (!set.begin(outDir.string(), diags))
+    return false;
+  const nlohmann::json emptyConfig = nlohmann::json::object();
+  const nlohmann::json &config = opts.config ? *opts.config : emptyConfig;
+  uint64_t total = 0;
+  for (const Lowered &l : lowered)
+    total += l.plan->totalBytes();
+  ProgressBar bar("binding weights", total,
+                  opts.progress && source != WeightSource::Layout);
+  std::map<std::string, unsigned> chunks;
+  std::map<std::string, std::string> files;
+  for (Lowered &l : lowered) {
+    std::string file =
+        seq2seqModelFile(l.stem, l.module->activationDType, opts.quant);
+    std::string rel = "onnx/" + file;
+    files[l.name] = rel;
+    WeightStats stats;
+    if (opts.embedWeights) {
+      if (!l.plan->embed(*l.model.mutable_graph(), diags, stats, &bar))
+        return false;
+      chunks[file] = 0;
+    } else {
+      ExternalDataWriter data(set, "onnx", file, opts.dataChunkBytes,
+                              source == WeightSource::Layout, &bar);
+      if (!l.plan->writeExternal(*l.model.mutable_graph(), data, diags, stats))
+        return false;
+      chunks[file] = static_cast<unsigned>(data.files().size());
+    }
+    fs::path stagedDir = fs::path(set.stagingDirectory()) / "onnx";
+    if (!checkModel(stagedDir.string(), l.model, diags) ||
+        !writeProto(l.model, set.stage(rel), set.finalPath(rel), diags))
+      return false;
+  }
+
+  // config.json: the input's, with what transformers.js reads.
+  const ir::Module &decoder = *graphNamed(graphs, "decoder");
+  nlohmann::json previous = readJsonIfPresent(outDir / "config.json");
+  nlohmann::json outConfig = outputConfig(
+      config, decoder, chunks, previous.is_object() ? &previous : nullptr);
+  addSeq2SeqClientFields(outConfig, decoder);
+  if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
+    return false;
+  // generation_config.json: the input folder's, byte for byte; else the
+  // token ids, with the decoder's start token.
+  nlohmann::json generation = nullptr;
+  if (!opts.inputDir.empty())
+    generation =
+        readJsonIfPresent(fs::path(opts.inputDir) / "generation_config.json");
+  if (generation.is_object()) {
+    std::error_code ec;
+    fs::path from = fs::path(opts.inputDir) / "generation_config.json";
+    fs::copy_file(from, set.stage("generation_config.json"), ec);
+    if (ec) {
+      diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
+                  from.string(), set.finalPath("generation_config.json"),
+                  ec.message());
+      return false;
+    }
+  } else {
+    generation = generationConfig(nullptr, config);
+    auto start = config.find("decoder_start_token_id");
+    if (start != config.end() && !start->is_null())
+      generation["decoder_start_token_id"] = *start;
+    if (!writeText(set, "generation_config.json", generation.dump(2) + "\n",
+                   diags))
+      return false;
+  }
+  // onnxruntime-genai runs Whisper among the encoder-decoders.
+  std::string type = config.value("model_type", "");
+  if (opts.genaiConfig && type == "whisper") {
+    nlohmann::ordered_json genai = makeWhisperGenaiConfig(
+        *graphNamed(graphs, "encoder"), decoder, files["encoder"],
+        files["decoder"], config, generation);
+    if (!writeText(set, "genai_config.json", genai.dump(4) + "\n", diags))
+      return false;
+  } else if (opts.genaiConfig) {
+    diags.report(Severity::Note, SourceRange(),
+                 "genai_config.json not written: onnxruntime-genai runs "
+                 "Whisper among the encoder-decoders, not '" +
+                     type + "'");
+  }
+  if (!opts.inputDir.empty()) {
+    std::vector<std::string> copy = tokenizerFileNames();
+    for (const std::string &n : processorFiles())
+      copy.push_back(n);
+    for (const std::string &name : copy) {
+      fs::path from = fs::path(opts.inputDir) / name;
+      std::error_code ec;
+      if (!fs::is_regular_file(from, ec))
+        continue;
+      fs::copy_file(from, set.stage(name), ec);
+      if (ec) {
+        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
+                    from.string(), set.finalPath(name), ec.message());
+        return false;
+      }
+    }
+  }
+  // Earlier data files of these model files that this emission does not
+  // write.
+  for (const auto &[file, n] : chunks)
+    set.removeStale({"onnx"}, [file = file](const std::string &rel) {
+      return isExternalDataOf(file, fs::path(rel).filename().string());
+    });
+  return set.publish(diags);
+}
+
+} // namespace archc
