@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes lit/config/defaults/<model_type>.test for every Hugging Face config
-class in tests/config/hf/ that a bundled family claims (a causal-LM or
-vision-language class, not a vision sub-config): each runs
+class in tests/config/hf/ that a bundled family claims (a causal-LM,
+vision-language, encoder or encoder-decoder class, not a vision
+sub-config): each runs
 tests/config/check_hf_config.py on the class. With --check, exits 1 when a
 class has no test or a test no class (lit/config/defaults_listed.test).
 
@@ -34,7 +35,8 @@ def classes():
         if not mt or not archs or os.path.basename(path).startswith("_"):
             continue
         if not any(a.endswith(("ForCausalLM", "ForConditionalGeneration",
-                               "LMHeadModel")) for a in archs):
+                               "LMHeadModel", "ForMaskedLM", "MTModel"))
+                   for a in archs):
             continue
         src = c.get("source", {})
         commit = src.get("config_commit") or src.get("snapshot_commit") or ""

@@ -9,7 +9,8 @@ to be inert, and the values it refuses.
 The tables come from `archc ARCH.arch -emit=config --format=json` (the
 family's schema) and from the test cases: the Hugging Face fixtures
 (../shared/hf-golden*, each a config.json computed by transformers) and the
-numpy-reference variants (tests/reference/cases, tests/reference/vlm/cases).
+numpy-reference variants (tests/reference/cases, tests/reference/vlm/cases,
+tests/reference/encdec/cases).
 A case covers a field when its config sets the field (or an alias of it) to
 a value other than the field's default in the family's Hugging Face class
 (tests/config/hf/<model_type>.json), or, for fields that class does not
@@ -69,6 +70,7 @@ def cases(fixture_dirs):
     # refused (a field whose every other value is refused is covered by
     # its refusal).
     for d, kind in (("tests/reference/cases", "reference"), ("tests/reference/vlm/cases", "reference"),
+                    ("tests/reference/encdec/cases", "reference"),
                     ("lit/config/Inputs/refusals", "refusal")):
         for cfg in sorted(glob.glob(os.path.join(ROOT, d, "*.json"))):
             name = os.path.splitext(os.path.basename(cfg))[0]
@@ -250,7 +252,7 @@ def render(archc, fixture_dirs):
         "*refused* by a check. A case covers a field when its config sets "
         "it to a value other than the class's default (the Hugging Face "
         "fixtures, `../shared/hf-golden*`, the numpy-reference variants, "
-        "`tests/reference/cases`, the configs `lit/config/refusals.test` "
+        "`tests/reference/cases`, `tests/reference/encdec/cases`, the configs `lit/config/refusals.test` "
         "shows refused, and the Llama 4 and Qwen3.5 composites "
         "`lit/weights/llama4-multimodal.test` and `lit/config/"
         "qwen3_5_composite.test` prove equal to their text models); a RoPE "
@@ -280,8 +282,9 @@ def main():
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--uncovered", action="store_true")
     ap.add_argument("--fixtures", nargs="*", default=[
-        os.path.join(SHARED, "hf-golden"), os.path.join(SHARED,
-                                                        "hf-golden-vlm")])
+        os.path.join(SHARED, "hf-golden"),
+        os.path.join(SHARED, "hf-golden-vlm"),
+        os.path.join(SHARED, "hf-golden-encdec")])
     args = ap.parse_args()
     text, uncovered = render(args.archc, args.fixtures)
     if args.uncovered:

@@ -5,7 +5,8 @@
 //   (w) -emit=weights lists exactly the checkpoint's tensors;
 // encoder-only (OUT/onnx/model.onnx):
 //   (a) each output the fixture has (last_hidden_state, logits,
-//       pooler_output) on the real positions, and mean_pooled from
+//       pooler_output) on the real positions (a sequence classifier's
+//       logits [batch, labels] whole), and mean_pooled from
 //       last_hidden_state and the mask, within tolerance;
 //   (p) the padded row's real positions equal a run of its real tokens
 //       alone;
@@ -153,6 +154,18 @@ async function main() {
     for (const key of ['last_hidden_state', 'logits']) {
       if (!E[key]) continue;
       if (!res[key]) { console.log(`FAIL ${name}: the graph has no output ${key}`); failures.push(key); continue; }
+      if (res[key].dims.join(',') !== E[key].shape.join(',')) {
+        console.log(`FAIL ${name}: ${key} [${res[key].dims}] vs [${E[key].shape}]`);
+        failures.push(key);
+        continue;
+      }
+      if (E[key].shape.length === 2) {
+        // A sequence classifier's logits [batch, labels]: the whole tensor.
+        check(`(a) ${key}`, diffPositions(toFloat(res[key]), E[key].data, B, 1, E[key].shape[1], () => true),
+          E[key].data);
+        compared++;
+        continue;
+      }
       const W = E[key].shape[2];
       check(`(a) ${key} on real positions`, diffPositions(toFloat(res[key]), E[key].data, B, S, W, real), E[key].data);
       compared++;
@@ -188,6 +201,14 @@ async function main() {
       types ? [types[b].slice(0, n)] : null));
     for (const key of ['last_hidden_state', 'logits']) {
       if (!res[key]) continue;
+      if (res[key].dims.length === 2) {
+        const W = res[key].dims[1];
+        const full = toFloat(res[key]), one = toFloat(alone[key]);
+        let d = 0;
+        for (let i = 0; i < W; i++) d = Math.max(d, Math.abs(full[b * W + i] - one[i]));
+        check(`(p) ${key}: padded row = its real tokens alone`, d, E[key] ? E[key].data : full);
+        continue;
+      }
       const W = res[key].dims[2];
       const full = toFloat(res[key]), one = toFloat(alone[key]);
       let d = 0;

@@ -53,18 +53,17 @@ bool OnnxLowering::lowerSequence(const ir::Op &op) {
   const std::string &x = in(op.getOperand(0));
   switch (op.getKind()) {
   case OpKind::Positions: {
-    std::string shape =
-        b.node("Shape", {x}, {OnnxAttr::integer("start", 0),
-                              OnnxAttr::integer("end", 2)}); // [B, S]
+    std::string shape = b.node(
+        "Shape", {x},
+        {OnnxAttr::integer("start", 0), OnnxAttr::integer("end", 2)}); // [B, S]
     std::string seq = b.node("Slice", {shape, b.i64({1}), b.i64({2})});
     std::string start = pastLength();
     if (start.empty())
       start = b.i64({0});
     std::string limit = b.node("Add", {start, seq});
-    std::string range = b.node(
-        "Range",
-        {b.node("Squeeze", {start, b.i64({0})}),
-         b.node("Squeeze", {limit, b.i64({0})}), b.i64Scalar(1)}); // [S]
+    std::string range = b.node("Range", {b.node("Squeeze", {start, b.i64({0})}),
+                                         b.node("Squeeze", {limit, b.i64({0})}),
+                                         b.i64Scalar(1)}); // [S]
     def(r, b.node("Expand", {b.node("Unsqueeze", {range, b.i64({0})}), shape}));
     return true;
   }
@@ -97,10 +96,9 @@ bool OnnxLowering::lowerSequence(const ir::Op &op) {
         // the even columns' sines first, then the odd columns' cosines.
         bool sine = j < sinCols;
         int64_t col = sine ? 2 * j : 2 * (j - sinCols) + 1;
-        double angle =
-            static_cast<double>(p) /
-            std::pow(base, 2.0 * static_cast<double>(col / 2) /
-                               static_cast<double>(dim));
+        double angle = static_cast<double>(p) /
+                       std::pow(base, 2.0 * static_cast<double>(col / 2) /
+                                          static_cast<double>(dim));
         table[static_cast<size_t>(p * dim + j)] =
             static_cast<float>(sine ? std::sin(angle) : std::cos(angle));
       }
@@ -148,10 +146,9 @@ void OnnxLowering::findOnceCones() {
         if (const ir::Op *def = v->getDefiningOp())
           work.push_back(def);
     }
-    std::sort(ancestors.begin(), ancestors.end(),
-              [&](const ir::Op *a, const ir::Op *c) {
-                return order[a] > order[c];
-              });
+    std::sort(
+        ancestors.begin(), ancestors.end(),
+        [&](const ir::Op *a, const ir::Op *c) { return order[a] > order[c]; });
     std::unordered_set<const ir::Op *> cone;
     for (const ir::Op *p : ancestors) {
       if (p->getKind() == OpKind::StateIn || !p->getRegions().empty() ||
@@ -252,10 +249,11 @@ std::string OnnxLowering::relativeBias(const ir::Op &attn, const std::string &q,
   std::string bucket;
   if (bidirectional) {
     nb /= 2;
-    bucket = b.node("Mul", {b.node("Cast", {b.node("Greater", {rel, b.i64Scalar(0)})},
-                                   {OnnxAttr::integer(
-                                       "to", onnx::TensorProto_DataType_INT64)}),
-                            b.i64Scalar(nb)});
+    bucket = b.node(
+        "Mul",
+        {b.node("Cast", {b.node("Greater", {rel, b.i64Scalar(0)})},
+                {OnnxAttr::integer("to", onnx::TensorProto_DataType_INT64)}),
+         b.i64Scalar(nb)});
     rel = b.node("Abs", {rel});
   } else {
     rel = b.node("Max", {b.node("Neg", {rel}), b.i64Scalar(0)});
@@ -271,8 +269,11 @@ std::string OnnxLowering::relativeBias(const ir::Op &attn, const std::string &q,
       std::log(static_cast<double>(maxDistance) / static_cast<double>(exact)));
   std::string scaled = b.node(
       "Mul",
-      {b.node("Div", {b.node("Log", {b.node("Div", {relF, b.f32Scalar(static_cast<float>(exact))})}),
-                      b.f32Scalar(logRange)}),
+      {b.node("Div",
+              {b.node("Log",
+                      {b.node("Div",
+                              {relF, b.f32Scalar(static_cast<float>(exact))})}),
+               b.f32Scalar(logRange)}),
        b.f32Scalar(static_cast<float>(nb - exact))});
   std::string large = b.node(
       "Min",
@@ -281,15 +282,15 @@ std::string OnnxLowering::relativeBias(const ir::Op &attn, const std::string &q,
                                  "to", onnx::TensorProto_DataType_INT64)}),
                       b.i64Scalar(exact)}),
        b.i64Scalar(nb - 1)});
-  std::string chosen = b.node(
-      "Where", {b.node("Less", {rel, b.i64Scalar(exact)}), rel, large});
+  std::string chosen =
+      b.node("Where", {b.node("Less", {rel, b.i64Scalar(exact)}), rel, large});
   bucket = bucket.empty() ? chosen : b.node("Add", {bucket, chosen});
   // table [buckets, H] viewed [buckets, Hkv, G] (query head h = kv head *
   // G + g) -> [S, T, Hkv, G] -> [1, Hkv, G, S, T].
   std::string grouped =
       b.node("Reshape", {in(table), b.i64({buckets, kvHeads, groups})});
-  std::string values =
-      widen(b.node("Gather", {grouped, bucket}, {OnnxAttr::integer("axis", 0)}));
+  std::string values = widen(
+      b.node("Gather", {grouped, bucket}, {OnnxAttr::integer("axis", 0)}));
   std::string bias = b.node(
       "Unsqueeze",
       {b.node("Transpose", {values}, {OnnxAttr::list("perm", {2, 3, 0, 1})}),

@@ -57,16 +57,20 @@ std::string genaiModelType(const std::string &t) {
   return "decoder";
 }
 
-bool genaiBindsStates(const ir::Module &m, std::string &whyNot) {
-  // An encoder (no decode state at all, whatever the passes) generates
-  // nothing for onnxruntime-genai to drive.
+bool isGenerative(const ir::Module &m) {
   bool generative = false;
   ir::walk(m.graph.body, [&](const ir::Op &op) {
     generative |= op.getKind() == ir::OpKind::Cache ||
                   op.getFamily() == ir::OpFamily::Recurrent ||
                   op.getFamily() == ir::OpFamily::StateSpace;
   });
-  if (!generative) {
+  return generative;
+}
+
+bool genaiBindsStates(const ir::Module &m, std::string &whyNot) {
+  // An encoder (no decode state at all, whatever the passes) generates
+  // nothing for onnxruntime-genai to drive.
+  if (!isGenerative(m)) {
     whyNot = "onnxruntime-genai runs generative models; this one is an "
              "encoder (no decode state)";
     return false;

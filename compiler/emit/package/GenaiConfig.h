@@ -20,6 +20,10 @@ namespace archc {
 /// a multimodal config -> its *_text type), else "decoder".
 std::string genaiModelType(const std::string &hfModelType);
 
+/// Whether the model keeps decode state (a key/value cache, a recurrent or
+/// state-space state): a generative model, not an encoder.
+bool isGenerative(const ir::Module &m);
+
 /// Whether onnxruntime-genai can bind every state input of the graph (it
 /// binds key/value caches and Gated DeltaNet conv/recurrent states);
 /// otherwise `whyNot` names the first state it cannot.

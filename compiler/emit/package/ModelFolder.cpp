@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "emit/package/ModelFolder.h"
 
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -161,8 +162,41 @@ const std::vector<std::string> &tokenizerFileNames() {
                                                  "tokenizer.model",
                                                  "added_tokens.json",
                                                  "chat_template.jinja",
-                                                 "chat_template.json"};
+                                                 "chat_template.json",
+                                                 "spiece.model",
+                                                 "sentencepiece.bpe.model",
+                                                 "source.spm",
+                                                 "target.spm",
+                                                 "spm.model",
+                                                 "normalizer.json"};
   return names;
+}
+
+std::vector<std::string>
+sentenceTransformersFiles(const std::filesystem::path &inputDir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const char *name : {"modules.json", "config_sentence_transformers.json",
+                           "sentence_bert_config.json"})
+    if (std::filesystem::is_regular_file(inputDir / name, ec))
+      out.push_back(name);
+  // Each module's configuration (1_Pooling/config.json, 2_Dense/config.json,
+  // ...): the modules.json entries with a folder of their own.
+  std::ifstream in(inputDir / "modules.json");
+  nlohmann::json modules = nlohmann::json::parse(in, nullptr, false);
+  if (!modules.is_array())
+    return out;
+  for (const nlohmann::json &m : modules) {
+    if (!m.is_object() || !m.contains("path") || !m["path"].is_string())
+      continue;
+    std::string dir = m["path"].get<std::string>();
+    if (dir.empty() || dir.find("..") != std::string::npos || dir[0] == '/')
+      continue;
+    std::string rel = dir + "/config.json";
+    if (std::filesystem::is_regular_file(inputDir / rel, ec))
+      out.push_back(rel);
+  }
+  return out;
 }
 
 } // namespace archc

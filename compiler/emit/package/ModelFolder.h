@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -60,6 +61,13 @@ nlohmann::json generationConfig(const nlohmann::json *inputGeneration,
 /// tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt,
 /// tokenizer.model, added_tokens.json, chat_template.jinja, ...).
 const std::vector<std::string> &tokenizerFileNames();
+
+/// The sentence-transformers files of an input folder that a model folder
+/// carries: modules.json, config_sentence_transformers.json,
+/// sentence_bert_config.json and each module's config.json (1_Pooling/,
+/// ...), relative paths of those present.
+std::vector<std::string>
+sentenceTransformersFiles(const std::filesystem::path &inputDir);
 
 } // namespace archc
 

@@ -180,7 +180,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
                     ec.message());
         return false;
       }
-    } else {
+    } else if (isGenerative(m)) {
+      // An encoder generates nothing: no generation_config.json of its own.
       generation = generationConfig(nullptr, config);
       if (!writeText(set, "generation_config.json", generation.dump(2) + "\n",
                      diags))
@@ -239,6 +240,18 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   // The tokenizer of the input folder.
   bool copiedTokenizer = false;
   if (opts.folder && !opts.inputDir.empty()) {
+    // An embedding model's sentence-transformers configuration (pooling,
+    // normalisation) travels with it.
+    for (const std::string &name : sentenceTransformersFiles(opts.inputDir)) {
+      std::error_code ec;
+      fs::copy_file(fs::path(opts.inputDir) / name, set.stage(name), ec);
+      if (ec) {
+        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
+                    (fs::path(opts.inputDir) / name).string(),
+                    set.finalPath(name), ec.message());
+        return false;
+      }
+    }
     for (const std::string &name : tokenizerFileNames()) {
       fs::path from = fs::path(opts.inputDir) / name;
       std::error_code ec;

@@ -41,9 +41,9 @@ const ir::Module *graphNamed(const std::vector<PackageGraph> &graphs,
 
 /// The feature extractor's files (Whisper's log-mel parameters).
 const std::vector<std::string> &processorFiles() {
-  static const std::vector<std::string> names = {
-      "preprocessor_config.json", "processor_config.json",
-      "audio_processor_config.json"};
+  static const std::vector<std::string> names = {"preprocessor_config.json",
+                                                 "processor_config.json",
+                                                 "audio_processor_config.json"};
   return names;
 }
 
@@ -69,8 +69,7 @@ std::string seq2seqModelFile(const std::string &stem, ir::DType dtype,
   return stem + file.substr(std::string("model").size());
 }
 
-void addSeq2SeqClientFields(nlohmann::json &config,
-                            const ir::Module &decoder) {
+void addSeq2SeqClientFields(nlohmann::json &config, const ir::Module &decoder) {
   // transformers.js's getNormalizedConfig picks is_encoder_decoder from
   // config.json and names the cache from these fields; a key Hugging Face
   // defaults (T5's num_decoder_layers = num_layers) is absent there.
@@ -85,12 +84,10 @@ void addSeq2SeqClientFields(nlohmann::json &config,
         config[key] = *v;
 }
 
-nlohmann::ordered_json
-makeWhisperGenaiConfig(const ir::Module &encoder, const ir::Module &decoder,
-                       const std::string &encoderFile,
-                       const std::string &decoderFile,
-                       const nlohmann::json &config,
-                       const nlohmann::json &generation) {
+nlohmann::ordered_json makeWhisperGenaiConfig(
+    const ir::Module &encoder, const ir::Module &decoder,
+    const std::string &encoderFile, const std::string &decoderFile,
+    const nlohmann::json &config, const nlohmann::json &generation) {
   using nlohmann::ordered_json;
   ordered_json root =
       makeGenaiConfig(decoder, config, &generation, decoderFile, true);
@@ -100,13 +97,13 @@ makeWhisperGenaiConfig(const ir::Module &encoder, const ir::Module &decoder,
   dec["num_hidden_layers"] = layers;
   // onnxruntime-genai's Whisper decoder: ids, the encoder output, the self
   // and cross caches by template (config.cpp's DecoderInputs keys).
-  dec["inputs"] = {{"input_ids", "input_ids"},
-                   {"encoder_hidden_states", "encoder_hidden_states"},
-                   {"past_key_names", "past_key_values.%d.decoder.key"},
-                   {"past_value_names", "past_key_values.%d.decoder.value"},
-                   {"cross_past_key_names", "past_key_values.%d.encoder.key"},
-                   {"cross_past_value_names",
-                    "past_key_values.%d.encoder.value"}};
+  dec["inputs"] = {
+      {"input_ids", "input_ids"},
+      {"encoder_hidden_states", "encoder_hidden_states"},
+      {"past_key_names", "past_key_values.%d.decoder.key"},
+      {"past_value_names", "past_key_values.%d.decoder.value"},
+      {"cross_past_key_names", "past_key_values.%d.encoder.key"},
+      {"cross_past_value_names", "past_key_values.%d.encoder.value"}};
   dec["outputs"] = {{"logits", "logits"},
                     {"present_key_names", "present.%d.decoder.key"},
                     {"present_value_names", "present.%d.decoder.value"}};

@@ -47,12 +47,12 @@ void addSeq2SeqClientFields(nlohmann::json &config, const ir::Module &decoder);
 /// genai_config.json of a Whisper package in onnxruntime-genai's schema
 /// (model.type "whisper", encoder and decoder sections naming the two
 /// files and their I/O).
-nlohmann::ordered_json
-makeWhisperGenaiConfig(const ir::Module &encoder, const ir::Module &decoder,
-                       const std::string &encoderFile,
-                       const std::string &decoderFile,
-                       const nlohmann::json &config,
-                       const nlohmann::json &generation);
+nlohmann::ordered_json makeWhisperGenaiConfig(const ir::Module &encoder,
+                                              const ir::Module &decoder,
+                                              const std::string &encoderFile,
+                                              const std::string &decoderFile,
+                                              const nlohmann::json &config,
+                                              const nlohmann::json &generation);
 
 } // namespace archc
 

@@ -228,8 +228,7 @@ void addSequenceSchemas(SchemaList &out) {
           .optOperand("bias", "[out]")
           .attr("stride", AttrType::Int, int64_t(1), "the step")
           .atLeast(1)
-          .attr("padding", AttrType::Int, int64_t(0),
-                "zeros added at each end")
+          .attr("padding", AttrType::Int, int64_t(0), "zeros added at each end")
           .atLeast(0)
           .result("result", "[batch, out, length']")
           .infer(inferConv1d)
