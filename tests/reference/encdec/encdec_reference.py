@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """A numpy float64 reference of the encoder, encoder-decoder and speech
-families (BERT, RoBERTa / XLM-R, DistilBERT, ModernBERT, BART / mBART,
-Marian, T5 / mT5, Whisper), written from the Hugging Face behaviours that
-../shared/hf-golden-encdec/index.md lists, independently of archc (weights
-by their checkpoint names, no archc code or output).
+families (BERT, RoBERTa / XLM-R, DistilBERT, ModernBERT, MPNet, BART /
+mBART, Marian, T5 / mT5, Whisper), written from the Hugging Face behaviours
+that ../shared/hf-golden-encdec/index.md lists (MPNet from transformers'
+modeling_mpnet.py: no fixture), independently of archc (weights by their
+checkpoint names, no archc code or output).
 
   encoder_outputs(cfg, W, input_ids, attention_mask, token_type_ids)
       -> {last_hidden_state, logits, pooler_output} of architectures[0]
@@ -135,8 +136,12 @@ def bert_like(cfg, W, ids, mask, types):
             h = ln(a(lin(x, W, "cls.predictions.transform.dense")), W,
                    "cls.predictions.transform.LayerNorm", eps)
             hp = "cls.predictions."
-        dec = word if tied else W[hp + "decoder.weight"]
-        out["logits"] = h @ dec.T + W[hp + "bias"]
+        # Untied (transformers 5: no tied keys at all), the decoder's own
+        # weight and bias; the head's bias is then unused.
+        if tied:
+            out["logits"] = h @ word.T + W[hp + "bias"]
+        else:
+            out["logits"] = lin(h, W, hp + "decoder")
     elif t == "seqcls":
         if roberta:
             h = np.tanh(lin(x[:, 0], W, "classifier.dense"))
@@ -255,6 +260,48 @@ def modernbert(cfg, W, ids, mask, types):
     return out
 
 
+def mpnet(cfg, W, ids, mask, types):
+    """MPNet: RoBERTa-like positions (padding_idx 1), T5's bidirectional
+    buckets (32, max distance 128) as a bias on every layer's scores."""
+    t = task(cfg)
+    p = "" if t == "base" else "mpnet."
+    eps = cfg.get("layer_norm_eps", 1e-12)
+    H, nh = cfg.get("hidden_size", 768), cfg.get("num_attention_heads", 12)
+    a = act(cfg.get("hidden_act", "gelu"))
+    B, S = ids.shape
+    real = (ids != 1).astype(np.int64)
+    pos = np.cumsum(real, axis=1) * real + 1
+    x = W[p + "embeddings.word_embeddings.weight"][ids] + W[p + "embeddings.position_embeddings.weight"][pos]
+    x = ln(x, W, p + "embeddings.LayerNorm", eps)
+    rel = np.arange(S)[None, :] - np.arange(S)[:, None]
+    table = W[p + "encoder.relative_attention_bias.weight"]
+    bias = table[t5_buckets(rel, True, 32, 128)].transpose(2, 0, 1)[None]
+    m = key_mask(mask) + bias
+    for i in range(cfg.get("num_hidden_layers", 12)):
+        L = f"{p}encoder.layer.{i}."
+        o = attention(lin(x, W, L + "attention.attn.q"), lin(x, W, L + "attention.attn.k"),
+                      lin(x, W, L + "attention.attn.v"), nh, (H // nh) ** -0.5, m)
+        x = ln(x + lin(o, W, L + "attention.attn.o"), W, L + "attention.LayerNorm", eps)
+        x = ln(x + lin(a(lin(x, W, L + "intermediate.dense")), W, L + "output.dense"), W, L + "output.LayerNorm", eps)
+    out = {}
+    if t == "base":
+        out["last_hidden_state"] = x
+        if "pooler.dense.weight" in W:
+            out["pooler_output"] = np.tanh(lin(x[:, 0], W, "pooler.dense"))
+    elif t == "mlm":
+        out["last_hidden_state"] = x
+        h = ln(_gelu_erf(lin(x, W, "lm_head.dense")), W, "lm_head.layer_norm", eps)
+        if cfg.get("tie_word_embeddings", True):
+            out["logits"] = h @ W[p + "embeddings.word_embeddings.weight"].T + W["lm_head.bias"]
+        else:
+            out["logits"] = lin(h, W, "lm_head.decoder")
+    elif t == "seqcls":
+        out["logits"] = lin(np.tanh(lin(x[:, 0], W, "classifier.dense")), W, "classifier.out_proj")
+    else:
+        out["logits"] = lin(x, W, "classifier")
+    return out
+
+
 def encoder_outputs(cfg, W, ids, mask, types=None):
     mt = cfg["model_type"]
     if mt in ("bert", "roberta", "xlm-roberta"):
@@ -263,6 +310,8 @@ def encoder_outputs(cfg, W, ids, mask, types=None):
         return distilbert(cfg, W, ids, mask, types)
     if mt == "modernbert":
         return modernbert(cfg, W, ids, mask, types)
+    if mt == "mpnet":
+        return mpnet(cfg, W, ids, mask, types)
     raise ValueError(f"model_type {mt!r} is no encoder of the reference")
 
 

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import encdec_reference as er  # noqa: E402
 from hf_reference import write_safetensors  # noqa: E402
 
-ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert", "modernbert")
+ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert", "modernbert", "mpnet")
 MIN_MARGIN = 0.02
 ATTEMPTS = 200
 
@@ -98,9 +98,6 @@ def main():
     with open(cfg_path, "w") as f:
         json.dump(cfg, f, indent=2)
     W32 = {n: init(n, s, rng).astype(np.float32) for n, s in weight_list(a.archc, cfg_path)}
-    # BERT's untied decoder bias is the head's bias (one parameter in HF).
-    if "cls.predictions.decoder.bias" in W32:
-        W32["cls.predictions.decoder.bias"] = W32["cls.predictions.bias"]
     write_safetensors(os.path.join(a.out, "model.safetensors"), W32)
     W = {k: v.astype(np.float64) for k, v in W32.items()}
     mt = cfg["model_type"]
