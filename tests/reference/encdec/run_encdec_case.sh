@@ -2,7 +2,8 @@
 # ctest driver for one encoder / encoder-decoder reference variant: generate
 # the case with the numpy reference (make_encdec_case.py), then check archc's
 # model folder against it with the ONNX Runtime checker
-# (tests/ort/check_encdec.js).
+# (tests/ort/check_encdec.js) and in transformers.js
+# (tests/transformersjs/check_encdec.mjs).
 #   run_encdec_case.sh PYTHON NODE ARCHC CASE_JSON OUT_DIR WORK_DIR [SEED]
 set -e
 if [ "$#" -lt 6 ]; then
@@ -13,4 +14,5 @@ py=$1 node=$2 archc=$3 case_json=$4 out=$5 work=$6 seed=${7:-1234}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$out"
 "$py" "$here/make_encdec_case.py" "$case_json" "$out" --archc "$archc" --seed "$seed"
-exec "$node" "$here/../../ort/check_encdec.js" --archc "$archc" --case "$out" --work "$work"
+"$node" "$here/../../ort/check_encdec.js" --archc "$archc" --case "$out" --work "$work/ort"
+exec "$node" "$here/../../transformersjs/check_encdec.mjs" --archc "$archc" --case "$out" --work "$work/tjs"
