@@ -13,6 +13,8 @@
 
 #include <functional>
 #include <map>
+#include <optional>
+#include <regex>
 
 namespace archc::ir {
 
@@ -31,6 +33,61 @@ std::string quantFileTag(const QuantOptions &q, DType activations) {
   return tag;
 }
 
+std::string WeightScheme::describe() const {
+  if (type == Type::Float) {
+    if (blockRows > 0)
+      return fmt::format("fp8 {}x{} blocks", blockRows, blockCols);
+    return group == 0 ? "fp8 per tensor" : "fp8 per channel";
+  }
+  std::string g = group > 0    ? fmt::format("g{}", group)
+                  : group == 0 ? std::string("per tensor")
+                               : std::string("per row");
+  return fmt::format("int{} {} {}{}", bits, g, symmetric ? "sym" : "asym",
+                     needsGIdx ? " act-order" : "");
+}
+
+bool CheckpointQuant::ModuleRule::matches(const std::string &module) const {
+  switch (match) {
+  case Match::Any:
+    return true;
+  case Match::Exact:
+    return module == pattern;
+  case Match::Substring:
+    return module.find(pattern) != std::string::npos;
+  case Match::Regex: {
+    // Compiled once per pattern (a model has thousands of modules).
+    static std::map<std::string, std::optional<std::regex>> compiled;
+    auto it = compiled.find(pattern);
+    if (it == compiled.end()) {
+      std::optional<std::regex> re;
+      try {
+        re.emplace(pattern);
+      } catch (const std::regex_error &) {
+        // Refused when the config is read.
+      }
+      it = compiled.emplace(pattern, std::move(re)).first;
+    }
+    return it->second &&
+           std::regex_search(module, *it->second,
+                             std::regex_constants::match_continuous);
+  }
+  }
+  return false;
+}
+
+const WeightScheme *CheckpointQuant::schemeOf(const std::string &module,
+                                              std::string *why) const {
+  for (const ModuleRule &r : rules)
+    if (r.matches(module)) {
+      if (why)
+        *why = r.origin;
+      return r.quantized ? &r.scheme : nullptr;
+    }
+  if (why)
+    *why = defaultQuantized ? "the config's defaults" : "no rule";
+  return defaultQuantized ? &defaults : nullptr;
+}
+
 std::string CheckpointQuant::describe() const {
   switch (method) {
   case Method::None:
@@ -44,6 +101,18 @@ std::string CheckpointQuant::describe() const {
   }
   case Method::MXFP4:
     return "mxfp4";
+  case Method::GPTQ:
+    return fmt::format("gptq ({}, {})", gptqV1 ? "v1" : "v2",
+                       defaults.describe());
+  case Method::AWQ:
+    return fmt::format("awq (gemm, {})", defaults.describe());
+  case Method::CompressedTensors: {
+    std::string groups;
+    for (const ModuleRule &r : rules)
+      if (r.quantized && groups.find(r.scheme.describe()) == std::string::npos)
+        groups += (groups.empty() ? "" : ", ") + r.scheme.describe();
+    return "compressed-tensors (" + groups + ")";
+  }
   }
   return "?";
 }

@@ -53,10 +53,32 @@ struct QuantOptions {
 /// `int8f16`, `q4bf16`, `int8bf16` (none); empty when not quantized.
 std::string quantFileTag(const QuantOptions &q, DType activations);
 
+/// How one Linear weight of a GPTQ, AWQ or compressed-tensors checkpoint is
+/// quantized (its module's scheme, per config.json `quantization_config`).
+struct WeightScheme {
+  /// Integer codes (GPTQ, AWQ, pack-quantized) or compressed-tensors'
+  /// float-quantized FP8 (e4m3).
+  enum class Type { Int, Float };
+  Type type = Type::Int;
+  int bits = 4;
+  /// Inputs sharing one scale: a group size, -1 one scale per output row
+  /// (GPTQ group_size -1, compressed-tensors `channel`), 0 one scale for
+  /// the whole tensor (`tensor`); FP8 `block`: blockRows x blockCols.
+  int64_t group = 128;
+  int64_t blockRows = 0, blockCols = 0;
+  bool symmetric = true;
+  /// GPTQ `desc_act` without `static_groups`, compressed-tensors
+  /// `actorder: group`: the checkpoint must hold `g_idx`.
+  bool needsGIdx = false;
+
+  /// `int4 g128 sym`, `fp8 channel`, ...
+  std::string describe() const;
+};
+
 /// A checkpoint's own quantization, from config.json `quantization_config`
 /// (and DeepSeek-V4's top-level `expert_dtype`).
 struct CheckpointQuant {
-  enum class Method { None, FP8, MXFP4 };
+  enum class Method { None, FP8, MXFP4, GPTQ, AWQ, CompressedTensors };
   Method method = Method::None;
   /// fp8: `weight_block_size` [rows, cols] of one scale.
   int64_t blockRows = 128, blockCols = 128;
@@ -64,11 +86,46 @@ struct CheckpointQuant {
   bool ue8m0 = false;
   /// DeepSeek-V4: routed experts stored as packed FP4 (`expert_dtype: fp4`).
   bool fp4Experts = false;
-  /// `modules_to_not_convert` (module name patterns, `*` = any layer).
-  std::vector<std::string> notConverted;
+  /// GPTQ `checkpoint_format: gptq` (v1): zero points stored minus one.
+  bool gptqV1 = true;
+
+  /// Which modules the config quantizes, and how: the first rule whose
+  /// pattern matches a module name decides (GPTQModel `dynamic`, `lm_head`,
+  /// AWQ `modules_to_not_convert`, compressed-tensors `ignore` and
+  /// `config_groups` targets); a module no rule matches takes `defaults`
+  /// when `defaultQuantized`.
+  struct ModuleRule {
+    enum class Match {
+      Regex,     ///< Python re.match: anchored at the start only
+      Exact,     ///< the whole module name
+      Substring, ///< AWQ: the name contains it
+      Any,       ///< compressed-tensors target "Linear"
+    };
+    Match match = Match::Exact;
+    std::string pattern;
+    bool quantized = true; ///< false: the module stays float
+    WeightScheme scheme;
+    /// Where the rule comes from, for messages (`ignore 're:.*gate$'`).
+    std::string origin;
+
+    bool matches(const std::string &module) const;
+  };
+  std::vector<ModuleRule> rules;
+  WeightScheme defaults;
+  bool defaultQuantized = false;
 
   bool any() const { return method != Method::None; }
-  /// `fp8 (e4m3, 128x128 blocks)`, `mxfp4`, ...
+  /// GPTQ, AWQ or compressed-tensors: modules resolved by `rules`.
+  bool perModule() const {
+    return method == Method::GPTQ || method == Method::AWQ ||
+           method == Method::CompressedTensors;
+  }
+  /// The scheme of module `module` (a weight name without `.weight`), or
+  /// null when the config leaves it in float; `why` names the deciding
+  /// rule (or "no rule").
+  const WeightScheme *schemeOf(const std::string &module,
+                               std::string *why = nullptr) const;
+  /// `fp8 (e4m3, 128x128 blocks)`, `mxfp4`, `gptq (v1, int4 g128 sym)`...
   std::string describe() const;
 };
 

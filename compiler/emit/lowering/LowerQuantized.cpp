@@ -34,8 +34,55 @@ void OnnxLowering::planQuantization() {
 }
 
 ir::QuantLayout OnnxLowering::quantLayout(int64_t rows, int64_t cols,
-                                          int64_t experts) const {
-  return weightStorage.layout(rows, cols, experts, module.activationDType);
+                                          int64_t experts,
+                                          const std::string &name) const {
+  return weightStorage.layout(rows, cols, experts, module.activationDType,
+                              name);
+}
+
+const PackedWeight *OnnxLowering::packedOf(const ir::LinearWeightUse &u) const {
+  if (weightStorage.kindOf(u.matmul) != WeightStorage::Kind::CheckpointCodes)
+    return nullptr;
+  const std::string &name = u.param->attr<std::string>("name");
+  return weightStorage.packedWeight(
+      name.find("{e}") == std::string::npos
+          ? name
+          : ir::instantiatePattern(name, -1, std::max<int64_t>(expert, 0)));
+}
+
+const PackedWeight *OnnxLowering::commonPacked(const std::string &pattern,
+                                               int64_t experts) const {
+  const PackedWeight *first = nullptr;
+  for (int64_t e = 0; e < experts; ++e) {
+    const PackedWeight *p =
+        weightStorage.packedWeight(ir::instantiatePattern(pattern, -1, e));
+    if (!p || !p->perm.empty())
+      return nullptr;
+    if (first &&
+        (p->containerBits != first->containerBits || p->block != first->block ||
+         p->storeZeros != first->storeZeros))
+      return nullptr;
+    first = first ? first : p;
+  }
+  return first;
+}
+
+bool OnnxLowering::samePackedLayouts(const ir::LinearWeightUse &u,
+                                     int64_t experts) const {
+  return commonPacked(u.param->attr<std::string>("name"), experts) != nullptr;
+}
+
+std::string OnnxLowering::permutedInput(const std::string &x,
+                                        const std::vector<int32_t> &perm) {
+  // One Gather per input and permutation (q, k and v of a layer usually
+  // share theirs; equal constants are one node).
+  std::string indices = b.i32(perm);
+  std::string key = x + "|" + indices;
+  auto it = permuted.find(key);
+  if (it != permuted.end())
+    return it->second;
+  return permuted[key] =
+             b.node("Gather", {x, indices}, {OnnxAttr::integer("axis", -1)});
 }
 
 std::string OnnxLowering::paramName(const ir::Op &param) const {
@@ -55,14 +102,16 @@ OnnxLowering::scannedQuantizedWeight(const ir::LinearWeightUse &u) {
                                 quantLayout(u.rows, u.cols, u.experts), u.inOut,
                                 -1, QuantRead::Matrix);
   // Per-expert [out, in] tensors: stacked in expert order, each expert's
-  // rows quantized as it is produced.
+  // rows quantized as it is produced (or the checkpoint's codes copied,
+  // expertBodyStackable having checked that the experts share a layout).
   std::vector<std::string> members;
   for (int64_t e = 0; e < expertCount; ++e)
     members.push_back(ir::instantiatePattern(name, -1, e));
   std::string stacked =
       weights.useInterleavedStack(stackedWeightName(name), members, 1, type);
   return weights.quantizeStack(
-      stacked, quantLayout(u.rows, u.cols, expertCount), QuantRead::Matrix);
+      stacked, quantLayout(u.rows, u.cols, expertCount, members[0]),
+      QuantRead::Matrix);
 }
 
 bool OnnxLowering::lowerQuantizedMatMul(const ir::Op &op,
@@ -84,19 +133,25 @@ bool OnnxLowering::lowerQuantizedMatMul(const ir::Op &op,
     if (u.slice && expert < 0)
       return fail(op, "expert_slice outside an expert body");
     r = weights.useQuantized(name, p.getResult()->type,
-                             quantLayout(u.rows, u.cols, u.experts), u.inOut,
-                             u.slice ? expert : -1, QuantRead::Matrix);
+                             quantLayout(u.rows, u.cols, u.experts, name),
+                             u.inOut, u.slice ? expert : -1, QuantRead::Matrix);
   }
-  std::vector<OnnxAttr> attrs = {OnnxAttr::integer("K", u.cols),
-                                 OnnxAttr::integer("N", u.rows),
-                                 OnnxAttr::integer("bits", quant.bits),
-                                 OnnxAttr::integer("block_size", quant.block)};
+  std::vector<OnnxAttr> attrs = {
+      OnnxAttr::integer("K", u.cols), OnnxAttr::integer("N", u.rows),
+      OnnxAttr::integer("bits", r.layout.bits),
+      OnnxAttr::integer("block_size", r.layout.block)};
   if (quant.accuracyLevel != 0)
     attrs.push_back(OnnxAttr::integer("accuracy_level", quant.accuracyLevel));
+  // Act-order codes are stored in the order of their groups: the
+  // activations are gathered into that order (exact; MatMulNBits' own
+  // g_idx input is deprecated and not implemented by every provider).
+  std::string a = in(op.getOperand(0));
+  if (const PackedWeight *pw = expertIndex.empty() ? packedOf(u) : nullptr;
+      pw && !pw->perm.empty())
+    a = permutedInput(a, pw->perm);
   def(op.getResult(),
       b.nodeInDomain(kContribDomain, "MatMulNBits",
-                     {in(op.getOperand(0)), r.codes, r.scales, r.zeroPoints},
-                     attrs));
+                     {a, r.codes, r.scales, r.zeroPoints}, attrs));
   contribOps = true;
   return true;
 }

@@ -62,7 +62,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   onnx::GraphProto *graph = model.mutable_graph();
   graph->set_name(m.name);
 
-  WeightStorage storage(m, opts.quant, opts.checkpointQuant);
+  WeightStorage storage(m, opts.quant, opts.checkpointQuant,
+                        source == WeightSource::Checkpoint ? &ckpt : nullptr);
   std::unique_ptr<WeightPlan> planned =
       makeWeightPlan(m, source, &ckpt, opts.seed, storage);
   WeightPlan &plan = *planned;
@@ -106,7 +107,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   if (opts.folder) {
     outDir = opts.output;
     modelRel =
-        fs::path("onnx") / folderModelFile(m.activationDType, opts.quant);
+        fs::path("onnx") /
+        folderModelFile(m.activationDType, storage.fileTag(m.activationDType));
   } else {
     fs::path target(opts.output);
     outDir = target.parent_path();

@@ -22,10 +22,12 @@ namespace archc {
 using namespace weights;
 
 WeightPlan::WeightPlan(WeightSource source, const Checkpoint *ckpt,
-                       uint64_t seed, const ir::CheckpointQuant &ckptQuant)
-    : source(source), ckpt(ckpt), seed(seed), ckptQuant(ckptQuant) {
+                       uint64_t seed, const ir::CheckpointQuant &ckptQuant,
+                       const PackedWeights *packed)
+    : source(source), ckpt(ckpt), seed(seed), ckptQuant(ckptQuant),
+      packed(packed) {
   if (source == WeightSource::Checkpoint && ckpt)
-    binder = std::make_unique<CheckpointBinder>(*ckpt, ckptQuant);
+    binder = std::make_unique<CheckpointBinder>(*ckpt, ckptQuant, packed);
 }
 
 WeightPlan::~WeightPlan() = default;
@@ -348,7 +350,8 @@ makeWeightPlan(const ir::Module &m, WeightSource source, const Checkpoint *ckpt,
                uint64_t seed, const WeightStorage &storage) {
   auto plan = std::make_unique<WeightPlan>(
       source, source == WeightSource::Checkpoint ? ckpt : nullptr, seed,
-      storage.checkpoint());
+      storage.checkpoint(),
+      source == WeightSource::Checkpoint ? storage.packed() : nullptr);
   std::set<std::string> inOut;
   for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(m))
     if (u.slice && u.inOut)

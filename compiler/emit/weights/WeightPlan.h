@@ -82,8 +82,13 @@ enum class QuantRead {
 
 class WeightPlan {
 public:
+  /// `packed`: the catalog of the checkpoint's integer codes the storage
+  /// decisions used (WeightStorage::packed()); a quantized entry whose
+  /// weight (or every member of whose stack) it holds is written with the
+  /// checkpoint's codes, scales and zero points instead of quantized.
   WeightPlan(WeightSource source, const Checkpoint *ckpt, uint64_t seed,
-             const ir::CheckpointQuant &ckptQuant = {});
+             const ir::CheckpointQuant &ckptQuant = {},
+             const PackedWeights *packed = nullptr);
   ~WeightPlan();
 
   /// Registers a weight used by the graph as a float (or integer) tensor;
@@ -263,6 +268,7 @@ private:
   const Checkpoint *ckpt;
   uint64_t seed;
   ir::CheckpointQuant ckptQuant;
+  const PackedWeights *packed = nullptr;
   std::unique_ptr<CheckpointBinder> binder;
   std::set<std::string> inOutNames;
   std::vector<Entry> entries;
@@ -313,6 +319,18 @@ private:
                             WeightStats &stats, Sink &&codes,
                             std::vector<uint8_t> &scales,
                             std::vector<uint8_t> &zeroPoints) const;
+  /// The checkpoint's packed weights an entry's codes are copied from (the
+  /// weight, or its stack's members in order); empty when it is quantized.
+  std::vector<const PackedWeight *> packedSources(const Entry &e) const;
+  /// Writes the codes of `members` (`e.interleave` per expert, their rows
+  /// alternating) in the entry's layout, filling its scales and zero
+  /// points.
+  template <typename Sink>
+  bool producePacked(const Entry &e,
+                     const std::vector<const PackedWeight *> &members,
+                     DiagnosticEngine &diags, WeightStats &stats, Sink &&codes,
+                     std::vector<uint8_t> &scales,
+                     std::vector<uint8_t> &zeroPoints) const;
   template <typename Sink>
   bool produceQuantized(const Entry &e, DiagnosticEngine &diags,
                         WeightStats &stats, Sink &&codes,

@@ -292,11 +292,114 @@ bool WeightPlan::produceTensor(const Entry &e, DiagnosticEngine &diags,
   return true;
 }
 
+std::vector<const PackedWeight *>
+WeightPlan::packedSources(const Entry &e) const {
+  if (!packed || e.blocks)
+    return {};
+  if (e.members.empty()) {
+    const PackedWeight *p = packed->get(e.name);
+    return p ? std::vector<const PackedWeight *>{p}
+             : std::vector<const PackedWeight *>{};
+  }
+  std::vector<const PackedWeight *> out;
+  for (const std::string &m : e.members) {
+    const PackedWeight *p = packed->get(m);
+    if (!p)
+      return {};
+    out.push_back(p);
+  }
+  return out;
+}
+
+template <typename Sink>
+bool WeightPlan::producePacked(const Entry &e,
+                               const std::vector<const PackedWeight *> &members,
+                               DiagnosticEngine &diags, WeightStats &stats,
+                               Sink &&codesSink, std::vector<uint8_t> &scales,
+                               std::vector<uint8_t> &zeroPoints) const {
+  const ir::QuantLayout &l = e.layout;
+  const int64_t g = e.interleave;
+  for (const PackedWeight *p : members)
+    if (p->containerBits != l.bits || p->block != l.block ||
+        p->storeZeros == l.symmetric || p->cols != l.cols ||
+        p->rows * g != l.rows || e.parts != 1 ||
+        static_cast<int64_t>(members.size()) != l.experts * g) {
+      diags.error(SourceRange(),
+                  "internal: the codes of '{}' do not fit the layout of '{}' "
+                  "({} bits, block {})",
+                  p->name, e.name, l.bits, l.block);
+      return false;
+    }
+  const ir::DType sdt = scaleDType(e.type);
+  const size_t ss = ir::dtypeBits(sdt) / 8;
+  const int64_t nb = l.blocksPerRow(), rowBytes = nb * l.blobBytes();
+  const int64_t zpb = l.zeroPointBytesPerRow();
+  scales.assign(static_cast<size_t>(l.experts) * l.scalesPerMatrix() * ss, 0);
+  zeroPoints.assign(static_cast<size_t>(l.experts * l.rows * zpb), 0);
+  // Rows of one member at a time, in tiles; with G > 1 members per expert
+  // (gate and up alternating) one expert's rows are held and interleaved.
+  const int64_t memberRows = l.rows / g;
+  const int64_t T = std::max<int64_t>(
+      1, std::min<int64_t>(memberRows,
+                           static_cast<int64_t>(kChunkElems) / l.cols));
+  std::vector<uint8_t> codes, held;
+  std::vector<float> sc;
+  std::vector<uint8_t> zp;
+  for (int64_t x = 0; x < l.experts; ++x) {
+    if (g > 1)
+      held.assign(static_cast<size_t>(l.rows * rowBytes), 0);
+    for (int64_t j = 0; j < g; ++j) {
+      const PackedWeight &p = *members[x * g + j];
+      PackedReader reader(p, *ckpt);
+      for (int64_t n0 = 0; n0 < memberRows; n0 += T) {
+        int64_t t = std::min(T, memberRows - n0);
+        codes.resize(static_cast<size_t>(t * rowBytes));
+        sc.resize(static_cast<size_t>(t * nb));
+        zp.resize(static_cast<size_t>(t * zpb));
+        reader.rows(n0, t, codes.data(), sc.data(),
+                    l.symmetric ? nullptr : zp.data());
+        for (int64_t r = 0; r < t; ++r) {
+          int64_t out = x * l.rows + (n0 + r) * g + j; // the stack's row
+          for (int64_t b = 0; b < nb; ++b)
+            storeFloat(scales.data() + (out * nb + b) * ss, sc[r * nb + b],
+                       sdt);
+          if (!l.symmetric)
+            std::memcpy(zeroPoints.data() + out * zpb, zp.data() + r * zpb,
+                        static_cast<size_t>(zpb));
+          if (g > 1)
+            std::memcpy(held.data() + ((n0 + r) * g + j) * rowBytes,
+                        codes.data() + r * rowBytes,
+                        static_cast<size_t>(rowBytes));
+        }
+        if (g == 1) {
+          if (!codesSink(codes.data(), codes.size(), diags))
+            return false;
+          stats.bytesWritten += codes.size();
+        }
+      }
+      stats.bytesRead += reader.bytesRead();
+    }
+    if (g > 1) {
+      if (!codesSink(held.data(), held.size(), diags))
+        return false;
+      stats.bytesWritten += held.size();
+    }
+  }
+  return true;
+}
+
 template <typename Sink>
 bool WeightPlan::produceQuantized(const Entry &e, DiagnosticEngine &diags,
                                   WeightStats &stats, Sink &&codesSink,
                                   std::vector<uint8_t> &scales,
                                   std::vector<uint8_t> &zeroPoints) const {
+  // The checkpoint's own codes, copied.
+  if (source == WeightSource::Checkpoint) {
+    std::vector<const PackedWeight *> members = packedSources(e);
+    if (!members.empty())
+      return producePacked(e, members, diags, stats, codesSink, scales,
+                           zeroPoints);
+  }
   // A stack made of other tensors (quantizeStack): its float rows as the
   // float stack would be written.
   if (e.blocks || !e.members.empty())
