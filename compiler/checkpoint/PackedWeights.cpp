@@ -318,8 +318,10 @@ void PackedWeights::bind(PackedWeight &w) const {
     shapesOk = false;
   }
   if (s->needsGIdx && !w.gIdx)
-    problem(fmt::format("{}{}: missing (act-order groups: {})", m,
-                        ct ? ".weight_g_idx" : ".g_idx", why));
+    problem(fmt::format("{}{}: missing (the module's scheme {}, from {}, "
+                        "is act-order: the group of every input is needed)",
+                        m, ct ? ".weight_g_idx" : ".g_idx", s->describe(),
+                        why));
   if (!shapesOk || !w.problems.empty())
     return;
 

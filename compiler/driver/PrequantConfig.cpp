@@ -522,7 +522,7 @@ bool readCompressedTensors(Fields &f, ir::CheckpointQuant &out) {
     if (!it->is_object())
       return gs.fail(it.key(), "a config group must be an object");
     Fields g(f.config, f.diags, *it, gs.pointer(it.key()),
-             fmt::format("config group '{}'", it.key()));
+             fmt::format("config_groups.{}", it.key()));
     std::string groupFormat = format;
     if (!g.string("format", groupFormat))
       return false;
@@ -549,7 +549,7 @@ bool readCompressedTensors(Fields &f, ir::CheckpointQuant &out) {
       return g.fail("weights", "a config group without weights quantizes no "
                                "weight; archc reads weight schemes only");
     Fields wf(f.config, f.diags, *w, g.pointer("weights"),
-              fmt::format("config group '{}' weights", it.key()));
+              fmt::format("config_groups.{}.weights", it.key()));
     Rule proto;
     if (!readCtWeights(wf, groupFormat, proto.scheme))
       return false;
@@ -562,7 +562,7 @@ bool readCompressedTensors(Fields &f, ir::CheckpointQuant &out) {
         return g.fail("targets", "targets must be strings");
       if (!ctRule(g, "targets", t.get<std::string>(), true, true, r))
         return false;
-      r.origin = fmt::format("config group '{}' target '{}'", it.key(),
+      r.origin = fmt::format("config_groups.{} target '{}'", it.key(),
                              t.get<std::string>());
       out.rules.push_back(r);
     }

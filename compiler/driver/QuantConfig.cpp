@@ -21,6 +21,7 @@ ir::QuantOptions quantOptions(const Options &opts) {
   q.accuracyLevel = opts.quantAccuracy;
   q.unrollExperts = opts.quantUnrollExperts;
   q.qmoeInt4 = opts.quantQmoe;
+  q.readerOptionsGiven = opts.quantReaderOptionSeen;
   return q;
 }
 

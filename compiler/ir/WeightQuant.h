@@ -44,6 +44,10 @@ struct QuantOptions {
   /// Bits of one scale; 0 = the activation dtype's (what the ONNX writer
   /// emits). Runtime presets (w4a16, ...) set their own scale_bits.
   double scaleBits = 0;
+  /// --quant-accuracy / --quant-unroll-experts / --quant-qmoe were given:
+  /// a model without quantized weights (no --quant, no checkpoint codes)
+  /// refuses them.
+  bool readerOptionsGiven = false;
 
   bool enabled() const { return bits != 0; }
 };

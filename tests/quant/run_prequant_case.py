@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Checks archc on one GPTQ / AWQ / compressed-tensors checkpoint (ctest `prequant.*`; tests/quant/README.md).
 
-  run_prequant_case.py --archc BIN --node NODE --case DIR --work DIR [--opts "..."] [--tjs DTYPE] [--file NAME]
-                       [--expect-op OP] [--exact-only]
+  run_prequant_case.py --archc BIN --node NODE (--case DIR | --make CASE --configs DIR) --work DIR [--opts "..."]
+                       [--tjs DTYPE|auto] [--file NAME] [--expect-op OP] [--requant-l2 LO,HI] [--rel-tol T]
 
 DIR holds config.json (with the release's quantization_config), model.safetensors and expected.safetensors
 (input_ids, logits, greedy_ids = prompt + 8 greedy tokens: ../shared/prequant's layout). Only config.json and
@@ -22,6 +22,11 @@ model.safetensors are given to archc (a folder C/ of links). Steps, each able to
   5. with --tjs DTYPE: transformers.js loads the model folder with that dtype (onnx/--file) and generate() gives the
      greedy ids (tests/transformersjs/check_quant_folder.mjs); the folder carries genai_config.json naming its
      onnxruntime-genai graph and config.json without quantization_config.
+--make CASE builds the case first (make_prequant_checkpoint.py CASE --configs DIR) into WORK/case. --tjs auto takes
+the dtype from the folder's model file name (model.onnx fp32, model_q4.onnx q4, model_int8.onnx int8). With --quant in
+--opts (--requant-l2 LO,HI) the checkpoint's float Linears must be MatMulNBits too, their relative L2 error against
+the float weight in [LO, HI]; the packed ones still equal the checkpoint's exactly. --rel-tol replaces the 1e-4
+logit rule (half precision).
 Exit 0 pass, 1 fail.
 """
 import argparse
@@ -92,8 +97,8 @@ def read_back(model_path):
     return out, quantized, ops
 
 
-def check_model(name, model_path, weights, packed, fp8, problems):
-    """Step 3 for one ONNX file."""
+def check_model(name, model_path, weights, packed, fp8, problems, requant=None):
+    """Step 3 for one ONNX file; `requant` (lo, hi): --quant's MatMulNBits of the float Linears."""
     plain, quantized, ops = read_back(model_path)
     found, exact, mismatched = {}, 0, []
     for codes, (w, kind) in plain.items():
@@ -114,6 +119,18 @@ def check_model(name, model_path, weights, packed, fp8, problems):
             mismatched.append(f"{t} ({kind}): max |diff| {diff:.3e}")
         else:
             exact += 1
+    if requant:
+        others = sorted(set(found) - packed)
+        errs = [float(np.linalg.norm(found[t][0] - weights[t]) / np.linalg.norm(weights[t])) for t in others]
+        bad = [f"{t}: {e:.4f}" for t, e in zip(others, errs) if not requant[0] <= e <= requant[1]]
+        ok = others and not bad
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: --quant quantized {len(others)} float Linears of the checkpoint "
+              f"(relative L2 error {min(errs, default=0):.4f}..{max(errs, default=0):.4f}, need "
+              f"[{requant[0]}, {requant[1]}])")
+        for b in bad[:6]:
+            print(f"       {b}")
+        if not ok:
+            problems.append(f"{name}: --quant of the float Linears")
     kinds = sorted({found[t][1] for t in packed & set(found)})
     ok = not missing and not mismatched
     print(f"{'ok  ' if ok else 'FAIL'} {name}: {exact} of {len(packed)} packed Linears are MatMulNBits equal to the "
@@ -146,23 +163,34 @@ def check_model(name, model_path, weights, packed, fp8, problems):
             print(f"       {b}")
         if bad:
             problems.append(f"{name}: FP8 weights")
-    return ops
+    return ops, {t: w for t, (w, _) in found.items() if t not in packed}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for k in ("archc", "node", "case", "work"):
+    for k in ("archc", "node", "work"):
         ap.add_argument("--" + k, required=True)
+    ap.add_argument("--case")
+    ap.add_argument("--make", help="a make_prequant_checkpoint.py case, built into WORK/case first")
+    ap.add_argument("--configs", help="with --make: archs/configs/tiny")
+    ap.add_argument("--requant-l2")
+    ap.add_argument("--rel-tol")
     ap.add_argument("--opts", default="")
     ap.add_argument("--tjs", help="transformers.js dtype of the model folder (q4, int8, fp32)")
     ap.add_argument("--file", help="the model file transformers.js's dtype loads, in OUT/onnx/")
     ap.add_argument("--expect-op", help="an op type the model must contain (QMoE, Scan)")
     a = ap.parse_args()
-    if not os.path.exists(os.path.join(a.case, "expected.safetensors")):
-        print(f"FAIL: case {a.case} not found")
-        return 1
     name = os.path.basename(os.path.normpath(a.work))
     shutil.rmtree(a.work, ignore_errors=True)
+    if a.make:
+        a.case = os.path.join(a.work, "case")
+        if subprocess.run([sys.executable, os.path.join(HERE, "make_prequant_checkpoint.py"), a.make, a.configs,
+                           a.case]).returncode:
+            print(f"FAIL {name}: cannot build {a.make}")
+            return 1
+    if not a.case or not os.path.exists(os.path.join(a.case, "expected.safetensors")):
+        print(f"FAIL: case {a.case} not found")
+        return 1
     ckpt = os.path.join(a.work, "C")
     os.makedirs(ckpt)
     for f in ("config.json", "model.safetensors"):
@@ -199,7 +227,8 @@ def main():
     print(f"     {name}: {len(packed)} Linears stored as integer codes, {len(fp8)} as FP8")
 
     # 2-4. The two ways in; the 1e-4 x max|logit| rule (check_quant.js scales its tolerance by max(1, max|logit|)).
-    rel = 1e-4 * scale / max(1.0, scale)
+    rel = float(a.rel_tol) if a.rel_tol else 1e-4 * scale / max(1.0, scale)
+    requant = tuple(float(x) for x in a.requant_l2.split(",")) if a.requant_l2 else None
     opts = a.opts.split()
     one = os.path.join(a.work, "one", "model.onnx")
     os.makedirs(os.path.dirname(one))
@@ -208,7 +237,22 @@ def main():
     if r.returncode != 0:
         print(f"FAIL {name}: archc --config --weights exited with {r.returncode}")
         return 1
-    ops = check_model(f"{name} (--config --weights)", one, weights, packed, fp8, problems)
+    ops, requantized = check_model(f"{name} (--config --weights)", one, weights, packed, fp8, problems, requant)
+    if requant and requantized:
+        # --quant changed the float Linears: the expected run is the reference over the weights as the model
+        # stores them (the packed ones exact, the others read back).
+        stored = dict(weights)
+        stored.update(requantized)
+        rm = ref.Model(ref_cfg, {k: np.asarray(v, np.float64) if np.issubdtype(np.asarray(v).dtype, np.floating)
+                                 else v for k, v in stored.items()}, family)
+        toks, step_logits, _ = rm.greedy(prompt, steps)
+        ref.write_safetensors(expected, {
+            "input_ids": exp["input_ids"].astype(np.int64),
+            "logits": rm.forward(exp["input_ids"]).astype(np.float32),
+            "greedy_ids": np.asarray([prompt + toks], np.int64),
+            "greedy_logits": step_logits[None].astype(np.float32)})
+        print(f"     {name}: expected run re-computed over the {len(requantized)} weights --quant quantized: "
+              f"greedy {toks}")
     if a.expect_op and a.expect_op not in ops:
         print(f"FAIL {name}: the model has no {a.expect_op} node ({sorted(ops)})")
         problems.append("expected op")
@@ -231,7 +275,7 @@ def main():
         print(f"FAIL {name}: the folder holds {files}, not {a.file}")
         return 1
     check_model(f"{name} (model folder, onnx/{os.path.basename(main_model)})", main_model, weights, packed, fp8,
-                problems)
+                problems, requant)
     with open(os.path.join(folder, "config.json")) as f:
         out_cfg = json.load(f)
     if "quantization_config" in out_cfg:
@@ -256,7 +300,18 @@ def main():
                          genai_model, "--name", f"{name} (model folder)", "--rel-tol", repr(rel)]).returncode
     if rc:
         problems.append("ONNX Runtime (model folder)")
-    if a.tjs:
+    if a.tjs == "auto":
+        base = os.path.basename(main_model)
+        a.tjs = {"model.onnx": "fp32", "model_fp16.onnx": "fp16"}.get(base, base[len("model_"):-len(".onnx")])
+    no_class = False
+    with open(os.path.join(HERE, "..", "skips.txt")) as f:
+        for line in f:
+            parts = line.split(None, 3)
+            if len(parts) >= 3 and parts[:3] == ["tjs", out_cfg.get("model_type", ""), "no-class"]:
+                no_class = True
+                print(f"     {name}: transformers.js is not run: {parts[3].strip()} (tests/skips.txt, confirmed by "
+                      f"the tjs.* test of that family)")
+    if a.tjs and not no_class:
         rc = subprocess.run([a.node, os.path.join(HERE, "..", "transformersjs", "check_quant_folder.mjs"),
                              "--folder", folder, "--dtype", a.tjs, "--expected", expected,
                              "--name", name]).returncode

@@ -121,6 +121,7 @@ bool OnnxLowering::lowerQuantizedMatMul(const ir::Op &op,
   if (!expertIndex.empty()) {
     // A Scan step over the experts: its expert's slices of the stacks.
     QuantizedRef whole = scannedQuantizedWeight(u);
+    r.layout = whole.layout;
     r.codes = expertScanInput(whole.codes, onnx::TensorProto_DataType_UINT8);
     r.scales = expertScanInput(whole.scales, whole.scaleType);
     if (!whole.zeroPoints.empty())

@@ -64,6 +64,14 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
 
   WeightStorage storage(m, opts.quant, opts.checkpointQuant,
                         source == WeightSource::Checkpoint ? &ckpt : nullptr);
+  if (opts.quant.readerOptionsGiven && !storage.anyQuantized()) {
+    diags.error(SourceRange(),
+                "--quant-accuracy, --quant-unroll-experts and --quant-qmoe "
+                "apply to quantized weights, and this model has none (no "
+                "--quant; the checkpoint stores no GPTQ, AWQ or "
+                "compressed-tensors codes a matmul reads)");
+    return false;
+  }
   std::unique_ptr<WeightPlan> planned =
       makeWeightPlan(m, source, &ckpt, opts.seed, storage);
   WeightPlan &plan = *planned;

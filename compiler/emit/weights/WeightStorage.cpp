@@ -92,7 +92,11 @@ ir::QuantLayout WeightStorage::layout(int64_t rows, int64_t cols,
                                       int64_t experts, ir::DType activations,
                                       const std::string &name) const {
   if (const PackedWeight *p = name.empty() ? nullptr : packedWeight(name)) {
+    // Its bits, block and zero points; the shape the reader asks for (a
+    // stack may interleave several such matrices).
     ir::QuantLayout l = p->layout(ir::dtypeBits(activations));
+    l.rows = rows;
+    l.cols = cols;
     l.experts = experts;
     return l;
   }
