@@ -167,8 +167,11 @@ struct QuantLayout {
 /// one output, whose product does not feed a router (`route` logits).
 struct LinearWeightUse {
   const Op *matmul = nullptr;
-  const Op *param = nullptr;  ///< the param op (for a slice: its operand's)
-  const Op *slice = nullptr;  ///< the expert_slice op, or null
+  const Op *param = nullptr; ///< the param op (for a slice: its operand's)
+  const Op *slice = nullptr; ///< the expert_slice op, or null
+  /// A Reshape splitting the param's first dim into the [E, ...] stack the
+  /// slice reads (DBRX's 2-D [E * I, D] experts), or null.
+  const Op *reshape = nullptr;
   bool inOut = false;         ///< the weight is [in, out] (no transpose_b)
   int64_t rows = 0, cols = 0; ///< outputs N, inputs K
   int64_t experts = 1;        ///< > 1: the param stacks experts
@@ -177,6 +180,31 @@ struct LinearWeightUse {
 /// The quantizable Linear weights of a module (any IR form: compact, with
 /// layer kinds, or expanded).
 std::vector<LinearWeightUse> findLinearWeightUses(const Module &m);
+
+/// MLA's latent expansion weight `kv_b_proj` [heads * (nope + v), c], read
+/// whole by `mla_attention` (absorbed: q_nope . U_K and o_lat . U_V^T per
+/// head). --quant stores it as two stacks of per-head matrices, each
+/// quantized along its own inputs: U_K^T [heads, c, nope] (along nope)
+/// and U_V [heads, v, c] (along c).
+struct MlaWeightUse {
+  const Op *op = nullptr;    ///< the mla_attention op
+  const Op *param = nullptr; ///< the kv_weight param
+  int64_t heads = 0, nope = 0, v = 0, latent = 0;
+};
+
+/// The kv weights --quant quantizes: a param in the activation dtype, not
+/// pinned to another.
+std::vector<MlaWeightUse> findMlaWeightUses(const Module &m);
+
+/// A grouped (block-diagonal) projection: a param [G * R, K] viewed [G, R,
+/// K] by a Reshape and read as the transpose_b operand of a batched matmul
+/// whose input is [..., G, M, K] (DeepSeek-V4's wo_a). --quant stores it as
+/// an ordinary [G * R, K] Linear's codes, read group by group.
+struct GroupedWeightUse {
+  const Op *matmul = nullptr, *param = nullptr, *reshape = nullptr;
+  int64_t groups = 0, rows = 0, cols = 0;
+};
+std::vector<GroupedWeightUse> findGroupedWeightUses(const Module &m);
 
 /// A matmul whose weight operand is (a view of) a checkpoint weight that
 /// --quant leaves in float, and why (-emit=onnx names each one).

@@ -157,6 +157,41 @@ bool OnnxLowering::lowerQuantizedMatMul(const ir::Op &op,
   return true;
 }
 
+bool OnnxLowering::lowerGroupedQuantized(const ir::Op &op,
+                                         const ir::GroupedWeightUse &u) {
+  // [G * R, K] codes read as G matrices [R, K]; the input [..., G, M, K]
+  // as [G, N, K], a Scan over the groups, and back.
+  const ir::Op &p = *u.param;
+  QuantizedRef r = weights.useQuantized(paramName(p), p.getResult()->type,
+                                        quantLayout(u.rows, u.cols, u.groups),
+                                        /*inOut=*/false, -1, QuantRead::Matrix);
+  const std::string a = in(op.getOperand(0));
+  const int64_t rank = static_cast<int64_t>(op.getOperand(0)->type.rank());
+  std::vector<int64_t> toGroups = {rank - 3}, back;
+  for (int64_t i = 0; i < rank - 3; ++i)
+    toGroups.push_back(i);
+  toGroups.insert(toGroups.end(), {rank - 2, rank - 1});
+  for (int64_t i = 1; i <= rank - 3; ++i)
+    back.push_back(i);
+  back.insert(back.end(), {0, rank - 2, rank - 1});
+  std::string ag = b.node(
+      "Reshape", {b.node("Transpose", {a}, {OnnxAttr::list("perm", toGroups)}),
+                  b.i64({u.groups, -1, u.cols})});
+  std::string y = perHeadMatMulNBits(ag, r, u.cols, u.rows); // [G, N, R]
+  std::string shapeA = b.node("Shape", {a});
+  std::string shape = b.node(
+      "Concat",
+      {b.i64({u.groups}),
+       b.node("Slice", {shapeA, b.i64({0}), b.i64({rank - 3}), b.i64({0})}),
+       b.node("Slice",
+              {shapeA, b.i64({rank - 2}), b.i64({rank - 1}), b.i64({0})}),
+       b.i64({u.rows})},
+      {OnnxAttr::integer("axis", 0)});
+  def(op.getResult(), b.node("Transpose", {b.node("Reshape", {y, shape})},
+                             {OnnxAttr::list("perm", back)}));
+  return true;
+}
+
 bool OnnxLowering::lowerQuantizedGather(const ir::Op &op) {
   const ir::Op &p = *op.getOperand(0)->getDefiningOp();
   const ir::TensorType &t = p.getResult()->type;

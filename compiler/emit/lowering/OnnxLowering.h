@@ -247,6 +247,10 @@ private:
 
   // LowerMla.cpp.
   bool lowerMlaAttention(const ir::Op &op);
+  /// --quant MLA: `a` [H, M, k] times each head's MatMulNBits codes of the
+  /// stacks `q` ([H, n, blocks, blob]) as [H, M, n], a Scan over the heads.
+  std::string perHeadMatMulNBits(const std::string &a, const QuantizedRef &q,
+                                 int64_t k, int64_t n);
 
   // LowerRecurrent.cpp.
   bool lowerCausalConv(const ir::Op &op);
@@ -388,6 +392,8 @@ private:
   std::string paramName(const ir::Op &param) const;
   bool lowerQuantizedMatMul(const ir::Op &op, const ir::LinearWeightUse &u);
   bool lowerQuantizedGather(const ir::Op &op);
+  /// A grouped projection's batched matmul on its codes, group by group.
+  bool lowerGroupedQuantized(const ir::Op &op, const ir::GroupedWeightUse &u);
 };
 
 } // namespace archc

@@ -132,6 +132,8 @@ const std::string &WeightPlan::useExpertBlocks(
   assert((!vectors || (layout.axis == 0 && !layout.transposed)) &&
          "a vector is cut along its length");
   std::vector<ir::SymExpr> m(view.dims.begin() + 1, view.dims.end());
+  if (layout.rowCount > 0)
+    m[0] = ir::SymExpr(layout.rowCount);
   if (layout.transposed)
     std::swap(m[0], m[1]);
   // The sources' rows alternate.

@@ -150,6 +150,10 @@ public:
     /// Not cut: block 0 is the whole matrix, the blocks after it zeros (a
     /// bias added once per expert).
     bool firstPartOnly = false;
+    /// Only rows [firstRow, firstRow + rowCount) of each source slice (as
+    /// the view has it, before transposing); 0 rows: all of them (MLA's
+    /// U_K and U_V parts of one head's kv rows).
+    int64_t firstRow = 0, rowCount = 0;
   };
   /// A checkpoint tensor useExpertBlocks reads: its name and type.
   struct StackSource {

@@ -71,6 +71,34 @@ WeightStorage::WeightStorage(const ir::Module &m, const ir::QuantOptions &quant,
     if (u.slice)
       slices.insert(u.slice);
   }
+  // A Reshape of a stack that only quantized slices read has no float form
+  // either (DBRX's experts).
+  std::map<const ir::Op *, bool> reshapes;
+  for (const auto &[op, u] : matmuls)
+    if (u.reshape)
+      reshapes[u.reshape] = true;
+  ir::walk(m.graph.body, [&](const ir::Op &op) {
+    for (const ir::Value *v : op.operands)
+      if (const ir::Op *d = v->getDefiningOp(); d && reshapes.count(d))
+        reshapes[d] = reshapes[d] && slices.count(&op) > 0;
+  });
+  for (const auto &[r, onlySlices] : reshapes)
+    if (onlySlices)
+      slices.insert(r);
+  if (quant.enabled()) {
+    for (const ir::MlaWeightUse &u : ir::findMlaWeightUses(m)) {
+      mla[u.op] = u;
+      params.insert(u.param);
+    }
+    // Grouped projections; their Reshape has no float form when only the
+    // matmul reads it.
+    for (const ir::GroupedWeightUse &u : ir::findGroupedWeightUses(m)) {
+      grouped[u.matmul] = u;
+      params.insert(u.param);
+      if (reads[u.reshape->getResult()] == 1)
+        slices.insert(u.reshape);
+    }
+  }
   if (quant.embeddings)
     for (const ir::Op *g : ir::findEmbeddingGathers(m)) {
       gathers.insert(g);
@@ -126,6 +154,10 @@ void WeightStorage::reportFloatProjections(DiagnosticEngine &diags) const {
     return;
   std::set<const ir::Op *> quantized;
   for (const auto &[op, use] : matmuls)
+    quantized.insert(op);
+  for (const auto &[op, use] : mla)
+    quantized.insert(op);
+  for (const auto &[op, use] : grouped)
     quantized.insert(op);
   // One line per weight (layers and experts share a pattern).
   std::map<std::string, std::string> byWeight;

@@ -66,7 +66,10 @@ public:
   /// The catalog of the checkpoint's integer codes (null without one).
   const PackedWeights *packed() const { return packedCatalog.get(); }
   /// Whether any reader reads codes (MatMulNBits and friends).
-  bool anyQuantized() const { return !matmuls.empty() || !gathers.empty(); }
+  bool anyQuantized() const {
+    return !matmuls.empty() || !gathers.empty() || !mla.empty() ||
+           !grouped.empty();
+  }
   /// The tag of the model's file name in a model folder (`q4`, `int8`,
   /// `q4f16`, ...; transformers.js dtypes): --quant's, else the
   /// checkpoint's codes' (int8 when all are 8-bit, q4 otherwise); empty
@@ -77,6 +80,17 @@ public:
   const std::map<const ir::Op *, ir::LinearWeightUse> &
   quantizedMatmuls() const {
     return matmuls;
+  }
+  /// MLA kv weights --quant stores as per-head stacks of codes (U_K^T and
+  /// U_V), by their mla_attention op.
+  const std::map<const ir::Op *, ir::MlaWeightUse> &quantizedMla() const {
+    return mla;
+  }
+  /// Grouped projections --quant stores as ordinary codes read group by
+  /// group (DeepSeek-V4's wo_a), by their matmul.
+  const std::map<const ir::Op *, ir::GroupedWeightUse> &
+  quantizedGrouped() const {
+    return grouped;
   }
   /// Embedding gathers that read codes (GatherBlockQuantized).
   const std::set<const ir::Op *> &quantizedGathers() const { return gathers; }
@@ -96,6 +110,8 @@ private:
   ir::CheckpointQuant checkpointQuant;
   std::unique_ptr<PackedWeights> packedCatalog;
   std::map<const ir::Op *, ir::LinearWeightUse> matmuls;
+  std::map<const ir::Op *, ir::MlaWeightUse> mla;
+  std::map<const ir::Op *, ir::GroupedWeightUse> grouped;
   /// Matmuls reading the checkpoint's codes.
   std::set<const ir::Op *> checkpointCodes;
   /// The bits of those codes' containers.

@@ -143,7 +143,10 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
   // 1]), then as the block reads it ([mr, mc], transposed or not).
   const uint64_t sr = viewDim(1), sc = e.view.rank() == 3 ? viewDim(2) : 1;
   const uint64_t n = sr * sc;
-  const uint64_t mr = l.transposed ? sc : sr, mc = l.transposed ? sr : sc;
+  // The rows of the slice taken (all, or a range of them).
+  const uint64_t ur = l.rowCount > 0 ? static_cast<uint64_t>(l.rowCount) : sr;
+  const uint64_t first = static_cast<uint64_t>(l.firstRow) * sc;
+  const uint64_t mr = l.transposed ? sc : ur, mc = l.transposed ? ur : sc;
   // The expert's matrix: the sources' rows alternating, [g * mr, mc].
   const uint64_t rows = g * mr, cols = mc;
   const uint64_t parts = static_cast<uint64_t>(l.parts);
@@ -183,7 +186,7 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
           uint64_t from = g > 1                ? r / g
                           : l.interleaveHalves ? (r % 2) * half + r / 2
                                                : r;
-          const float *s = slice.data() + j * n;
+          const float *s = slice.data() + j * n + first;
           for (uint64_t c = 0; c < cols; ++c)
             matrix[r * cols + c] =
                 l.transposed ? s[c * mr + from] : s[from * mc + c];
