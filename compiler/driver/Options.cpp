@@ -29,7 +29,8 @@ const char *kUsage =
 Compiles a model architecture for the Hugging Face config of one model.
 Without <file.arch>, the bundled family whose `matches` list names the
 config's architectures[0] is used. A model folder is read for its
-config.json; its safetensors are the default --weights of -emit=onnx.
+config.json; its safetensors are the default --weights of -emit=onnx and
+-emit=profile.
 
 Output:
   -emit=config         every config field as bound: value and where it came
