@@ -363,9 +363,22 @@ bool WeightPlan::producePacked(const Entry &e,
                     l.symmetric ? nullptr : zp.data());
         for (int64_t r = 0; r < t; ++r) {
           int64_t out = x * l.rows + (n0 + r) * g + j; // the stack's row
-          for (int64_t b = 0; b < nb; ++b)
-            storeFloat(scales.data() + (out * nb + b) * ss, sc[r * nb + b],
-                       sdt);
+          for (int64_t b = 0; b < nb; ++b) {
+            uint8_t *dst = scales.data() + (out * nb + b) * ss;
+            storeFloat(dst, sc[r * nb + b], sdt);
+            // MatMulNBits' scales take the activation dtype: a scale it
+            // cannot hold exactly would change the checkpoint's weights.
+            if (loadFloat(dst, sdt) != sc[r * nb + b]) {
+              diags.error(SourceRange(),
+                          "{}: the scale {} (output {}, input block {}) is "
+                          "not exact in {}, the dtype of MatMulNBits' "
+                          "scales with --dtype={}; --dtype=f32 keeps every "
+                          "scale of the checkpoint",
+                          p.scales->name, sc[r * nb + b], n0 + r, b,
+                          ir::dtypeName(sdt), ir::dtypeName(sdt));
+              return false;
+            }
+          }
           if (!l.symmetric)
             std::memcpy(zeroPoints.data() + out * zpb, zp.data() + r * zpb,
                         static_cast<size_t>(zpb));
