@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 namespace archc {
 
@@ -187,15 +188,26 @@ void PackedReader::unpack(int64_t n0, int64_t count) {
     // Word rows in memory order; a tile's outputs are contiguous in each.
     const int64_t wordRows = c.shape[0];
     if (32 % bits == 0) {
-      const int per = 32 / bits;
-      const unsigned mask = (1u << bits) - 1;
-      for (int64_t r = 0; r < wordRows; ++r)
-        for (int64_t o = 0; o < count; ++o) {
-          uint32_t v = word(c, r * w.rows + n0 + o);
-          uint8_t *dst = t + o * K + r * per;
-          for (int j = 0; j < per; ++j)
-            dst[j] = static_cast<uint8_t>((v >> (j * bits)) & mask);
-        }
+      // Codes per word as a constant for the common widths (the loop
+      // unrolls: about twice as fast as a variable count).
+      auto words = [&](auto perWord) {
+        constexpr int per = decltype(perWord)::value;
+        constexpr int b = 32 / per;
+        constexpr unsigned mask = (1u << b) - 1;
+        for (int64_t r = 0; r < wordRows; ++r)
+          for (int64_t o = 0; o < count; ++o) {
+            uint32_t v = word(c, r * w.rows + n0 + o);
+            uint8_t *dst = t + o * K + r * per;
+            for (int j = 0; j < per; ++j)
+              dst[j] = static_cast<uint8_t>((v >> (j * b)) & mask);
+          }
+      };
+      if (bits == 4)
+        words(std::integral_constant<int, 8>());
+      else if (bits == 8)
+        words(std::integral_constant<int, 4>());
+      else
+        words(std::integral_constant<int, 16>()); // 2 bits
     } else {
       for (int64_t i = 0; i < K; ++i)
         for (int64_t o = 0; o < count; ++o)
@@ -243,9 +255,41 @@ void PackedReader::unpack(int64_t n0, int64_t count) {
   }
 }
 
+bool PackedReader::copyCodes(int64_t n0, int64_t count, uint8_t *codes) {
+  // 4- and 8-bit GPTQ and compressed-tensors words hold consecutive inputs
+  // of one output, low bits first: MatMulNBits' bytes once the row is in
+  // whole blocks and the inputs in the checkpoint's order.
+  const int64_t K = w.cols;
+  if (!w.perm.empty() || K % w.block != 0 || w.scheme.bits != w.containerBits ||
+      !(w.format == PackedWeight::Format::Gptq ||
+        (w.format == PackedWeight::Format::CtPacked && !w.legacyCodes)))
+    return false;
+  const StTensor &c = *w.codes;
+  const int64_t rowBytes = K * w.containerBits / 8;
+  if (w.format == PackedWeight::Format::CtPacked) {
+    const int64_t perRow = c.shape[1] * 4;
+    for (int64_t o = 0; o < count; ++o)
+      std::memcpy(codes + o * rowBytes, c.data + (n0 + o) * perRow,
+                  static_cast<size_t>(rowBytes));
+    read += static_cast<uint64_t>(count * perRow);
+    return true;
+  }
+  // GPTQ [in * b / 32, out]: a transpose of the words.
+  const int64_t wordRows = c.shape[0];
+  for (int64_t r = 0; r < wordRows; ++r) {
+    const uint8_t *src = c.data + (r * w.rows + n0) * 4;
+    for (int64_t o = 0; o < count; ++o)
+      std::memcpy(codes + o * rowBytes + r * 4, src + o * 4, 4);
+  }
+  read += static_cast<uint64_t>(wordRows * count * 4);
+  return true;
+}
+
 void PackedReader::rows(int64_t n0, int64_t count, uint8_t *codes,
                         float *scales, uint8_t *zeroPoints) {
-  unpack(n0, count);
+  const bool copied = copyCodes(n0, count, codes);
+  if (!copied)
+    unpack(n0, count);
   const int64_t K = w.cols, B = w.block;
   const int64_t blocks = (K + B - 1) / B;
   const int cb = w.containerBits;
@@ -254,9 +298,10 @@ void PackedReader::rows(int64_t n0, int64_t count, uint8_t *codes,
   const bool perm = !w.perm.empty();
   for (int64_t r = 0; r < count; ++r) {
     const int64_t o = n0 + r;
-    const uint8_t *src = tile.data() + r * K;
+    const uint8_t *src = copied ? nullptr : tile.data() + r * K;
     uint8_t *dst = codes + r * blocks * blob;
-    std::memset(dst, 0, static_cast<size_t>(blocks * blob));
+    if (!copied)
+      std::memset(dst, 0, static_cast<size_t>(blocks * blob));
     uint8_t *zp = zeroPoints ? zeroPoints + r * zpBytes : nullptr;
     if (zp)
       std::memset(zp, 0, static_cast<size_t>(zpBytes));
@@ -272,7 +317,20 @@ void PackedReader::rows(int64_t n0, int64_t count, uint8_t *codes,
         else
           zp[b / 2] |= static_cast<uint8_t>(z << (4 * (b % 2)));
       }
+      if (copied)
+        continue;
       uint8_t *blk = dst + b * blob;
+      if (cb == 4 && !perm && (b + 1) * B <= K) {
+        // A whole block in the checkpoint's order: two codes a byte.
+        const uint8_t *in = src + b * B;
+        for (int64_t k = 0; k < B; k += 2)
+          blk[k / 2] = static_cast<uint8_t>(in[k] | (in[k + 1] << 4));
+        continue;
+      }
+      if (cb == 8 && !perm && (b + 1) * B <= K) {
+        std::memcpy(blk, src + b * B, static_cast<size_t>(B));
+        continue;
+      }
       for (int64_t k = 0; k < B; ++k) {
         int64_t j = b * B + k;
         // Padding inputs hold the zero point: they dequantize to 0.

@@ -144,6 +144,10 @@ private:
   const PackedWeight &w;
   const Checkpoint &ckpt;
   std::vector<uint8_t> tile; ///< unpacked codes, [count, cols]
+
+  /// Rows [n0, n0 + count) of codes copied as they are stored, where the
+  /// checkpoint's bytes are MatMulNBits' (false: unpack and repack).
+  bool copyCodes(int64_t n0, int64_t count, uint8_t *codes);
   uint64_t read = 0;
 
   void unpack(int64_t n0, int64_t count);
