@@ -93,6 +93,14 @@ def best_of(runs, cmd):
     return min(times)
 
 
+def peak_rss_mib(argv):
+    """Peak resident memory of one run of argv (GNU time's %M, KiB; not wait4 from this process, whose fork
+    would count the benchmark's own pages)."""
+    r = subprocess.run(["/usr/bin/time", "-f", "%M"] + argv, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    return int(r.stderr.strip().splitlines()[-1]) / 1024
+
+
 def folder_bytes(d):
     return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
 
@@ -130,9 +138,11 @@ def main():
     size = folder_bytes(gptq)
     print(f"conversion of {size / 2**20:,.0f} MiB (min of {a.convert_runs}): " + ", ".join(
         f"{k} {v:.2f} s" for k, v in t.items()), flush=True)
-    for k, d in (("archc", out), ("archc --dtype=f16", out16)):
-        print(f"  {k}: {folder_bytes(d) / 2**20:,.0f} MiB out, {t[k] / t['cp']:.2f}x cp, "
-              f"{t[k] / t['cp && sync']:.2f}x cp && sync", flush=True)
+    for k, d, extra in (("archc", out, []), ("archc --dtype=f16", out16, ["--dtype=f16"])):
+        shutil.rmtree(d, ignore_errors=True)
+        rss = peak_rss_mib([a.archc, f"{gptq}/", "-emit=onnx", "-o", f"{d}/", "--quiet"] + extra)
+        print(f"  {k}: {folder_bytes(d) / 2**20:,.0f} MiB out, {t[k] / t['cp']:.2f}x cp's time, "
+              f"{t[k] / t['cp && sync']:.2f}x cp && sync's, peak RSS {rss:,.0f} MiB", flush=True)
     shutil.rmtree(copy, ignore_errors=True)
     shutil.rmtree(out16, ignore_errors=True)
 
