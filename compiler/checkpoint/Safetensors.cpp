@@ -123,14 +123,23 @@ bool MappedFile::open(const std::string &path, std::string &error) {
 }
 
 void MappedFile::release(const uint8_t *begin, uint64_t bytes) const {
-  long page = sysconf(_SC_PAGESIZE);
-  uintptr_t b = reinterpret_cast<uintptr_t>(begin);
-  uintptr_t e = b + bytes;
-  uintptr_t alignedB = (b + page - 1) / page * page;
-  uintptr_t alignedE = e / page * page;
-  if (alignedE > alignedB)
-    madvise(reinterpret_cast<void *>(alignedB), alignedE - alignedB,
-            MADV_DONTNEED);
+  // Rounded out to whole pages: the mapping is private and never written,
+  // so a page dropped while a neighbouring range still needs it is mapped
+  // again from the page cache on its next read. Rounded in, the pages that
+  // straddle two released ranges would never be dropped and would add up
+  // over a large checkpoint.
+  if (!base || bytes == 0)
+    return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t lo = reinterpret_cast<uintptr_t>(base);
+  uintptr_t hi = lo + length;
+  uintptr_t b = reinterpret_cast<uintptr_t>(begin) / page * page;
+  uintptr_t e =
+      (reinterpret_cast<uintptr_t>(begin) + bytes + page - 1) / page * page;
+  b = std::max(b, lo);
+  e = std::min(e, (hi + page - 1) / page * page);
+  if (e > b)
+    madvise(reinterpret_cast<void *>(b), e - b, MADV_DONTNEED);
 }
 
 bool parseSafetensorsHeader(const uint8_t *data, uint64_t size,

@@ -59,8 +59,11 @@ public:
   const uint8_t *data() const { return base; }
   uint64_t size() const { return length; }
   const std::string &path() const { return filePath; }
-  /// Tells the kernel the range is no longer needed (keeps RSS bounded when
-  /// streaming through a large file).
+  /// The open file (for copies made by the kernel, copy_file_range).
+  int descriptor() const { return fd; }
+  /// Tells the kernel the range, rounded out to whole pages, is not needed
+  /// now (keeps RSS bounded when streaming through a large file; a page
+  /// read again later is mapped again from the page cache).
   void release(const uint8_t *begin, uint64_t bytes) const;
 
 private:
