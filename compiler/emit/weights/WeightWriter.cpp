@@ -152,6 +152,10 @@ bool WeightPlan::producePacked(const Entry &e,
           return false;
       }
       stats.bytesRead += reader.bytesRead();
+      // Its checkpoint pages are not needed again (memory stays bounded by
+      // one member, not the checkpoint).
+      for (const StTensor *t : p.tensors())
+        ckpt->file(t->file).release(t->data, t->size);
     }
     if (g > 1 && !flush(l.rows))
       return false;
