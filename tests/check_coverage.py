@@ -10,7 +10,8 @@ architectures[0] class) quant.int4.*, quant.int8.* and f16-ort.*; for every
 case of SHARED/hf-golden-vlm: vlm.<case>, vlm-f16.<case>,
 ref.selfcheck.vlm.<case>; for every case of SHARED/hf-golden-encdec:
 encdec.<case>, encdec-f16.<case>, ref.selfcheck.encdec.<case>,
-tjs.encdec.<case>. tests/exclusions.txt may exclude a kind for a case
+tjs.encdec.<case>; for every case of SHARED/prequant: prequant.<case>.
+tests/exclusions.txt may exclude a kind for a case
 ("KIND CASE reason") or a whole folder ("folder NAME reason"); any other
 fixture folder of SHARED is an error until it has tests or an exclusion.
 --list prints every fixture with the tests it has. Exit 0 when complete, 1
@@ -32,6 +33,7 @@ PER_CASE = {
     "hf-golden-vlm": ["vlm.{}", "vlm-f16.{}", "ref.selfcheck.vlm.{}"],
     "hf-golden-encdec": ["encdec.{}", "encdec-f16.{}", "ref.selfcheck.encdec.{}",
                          "tjs.encdec.{}"],
+    "prequant": ["prequant.{}"],
 }
 PER_FAMILY = {"hf-golden": ["quant.int4.{}", "quant.int8.{}", "f16-ort.{}"]}
 
