@@ -65,7 +65,8 @@ bool isSeq2SeqPackage(const std::vector<PackageGraph> &graphs) {
 std::string seq2seqModelFile(const std::string &stem, ir::DType dtype,
                              const ir::QuantOptions &quant) {
   // folderModelFile's "model<suffix>.onnx" with the graph's stem.
-  std::string file = folderModelFile(dtype, quant);
+  std::string file = folderModelFile(
+      dtype, quant.enabled() ? ir::quantFileTag(quant, dtype) : "");
   return stem + file.substr(std::string("model").size());
 }
 
