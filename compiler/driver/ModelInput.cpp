@@ -5,10 +5,13 @@
 //===----------------------------------------------------------------------===//
 #include "driver/ModelInput.h"
 
+#include "support/FileRead.h"
+
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -66,9 +69,88 @@ bool resolveModelInput(Options &o) {
   }
   o.config = config.string();
   o.modelDir = dir;
-  if (o.emit == EmitTarget::Onnx && o.weights.empty() && !o.initGiven &&
-      folderHasWeights(dir))
+  if (o.emit == EmitTarget::Onnx && o.weights.empty() && !o.initGiven) {
+    if (!folderHasWeights(dir)) {
+      // A model of zeros is never what a folder without weights asked for.
+      fmt::print(stderr,
+                 "archc: error: model folder '{}' holds no weights (no "
+                 "model.safetensors, model.safetensors.index.json or "
+                 "*.safetensors); give --weights, or --init=none|random|zeros "
+                 "for a model without them\n",
+                 dir);
+      return false;
+    }
     o.weights = dir;
+  }
+  return true;
+}
+
+namespace {
+/// Whether -o names a folder: a trailing '/' or an existing directory.
+bool outputIsFolder(const std::string &output) {
+  std::error_code ec;
+  return !output.empty() &&
+         (output.back() == '/' || fs::is_directory(output, ec));
+}
+} // namespace
+
+bool checkOutputsAgainstInputs(const Options &o) {
+  // The folders the run reads as a whole: the model folder, and the folder
+  // of the checkpoint (its shards, its index).
+  std::vector<std::pair<std::string, std::string>> folders;
+  std::error_code ec;
+  if (!o.modelDir.empty())
+    folders.push_back({o.modelDir, "the input model folder"});
+  if (!o.weights.empty()) {
+    if (fs::is_directory(o.weights, ec))
+      folders.push_back({o.weights, "the checkpoint folder"});
+    else
+      folders.push_back({fs::path(o.weights).parent_path().string().empty()
+                             ? std::string(".")
+                             : fs::path(o.weights).parent_path().string(),
+                         "the folder of the checkpoint '" + o.weights + "'"});
+  }
+  bool output = !o.output.empty() && o.output != "-";
+  if (output && o.emit == EmitTarget::Onnx && outputIsFolder(o.output)) {
+    std::string out = realPath(o.output);
+    for (const auto &[folder, what] : folders) {
+      std::string in = realPath(folder);
+      if (in == out) {
+        fmt::print(stderr,
+                   "archc: error: -o '{}' is {} '{}'; a model folder written "
+                   "there would replace its config.json and side files: "
+                   "choose another output folder\n",
+                   o.output, what, folder);
+        return false;
+      }
+      if (pathWithin(in, out)) {
+        fmt::print(stderr,
+                   "archc: error: -o '{}' contains {} '{}'; archc does not "
+                   "write a model folder around its input: choose another "
+                   "output folder\n",
+                   o.output, what, folder);
+        return false;
+      }
+    }
+  }
+  // Single files: -o and --plot never name a file the run reads.
+  std::vector<std::pair<std::string, std::string>> files = {
+      {o.input, "the .arch file"}, {o.config, "the config"}};
+  if (!o.weights.empty() && !fs::is_directory(o.weights, ec))
+    files.push_back({o.weights, "the checkpoint"});
+  for (const std::string &target : {output ? o.output : "", o.plot}) {
+    if (target.empty() || outputIsFolder(target))
+      continue;
+    std::string out = realPath(target);
+    for (const auto &[file, what] : files)
+      if (!file.empty() && realPath(file) == out) {
+        fmt::print(stderr,
+                   "archc: error: '{}' is {} '{}'; archc never writes over "
+                   "its inputs\n",
+                   target, what, file);
+        return false;
+      }
+  }
   return true;
 }
 

@@ -16,6 +16,10 @@ namespace archc {
 
 enum class EmitTarget { Config, Weights, IR, Profile, Onnx, OnnxText };
 
+/// The most rows a profile sweep may have: --batch x --seq x --past values
+/// x --device ids (docs/limits.md).
+constexpr uint64_t kMaxProfileRows = 65536;
+
 struct Options {
   std::string input;
   std::string config;
@@ -66,6 +70,9 @@ struct Options {
   std::string target = "portable"; ///< --target: portable | ort
   bool genaiConfig = true;
   bool embedWeights = false;
+  /// --allow-overflow: a weight that overflows the --dtype it is written in
+  /// becomes inf instead of an error.
+  bool allowOverflow = false;
 
   // Weight quantization (-emit=onnx, -emit=profile).
   int quantBits = 0;       ///< --quant: 0 (off), 4 or 8

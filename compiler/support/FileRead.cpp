@@ -3,6 +3,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -30,10 +33,86 @@ std::string sizeText(uint64_t bytes) {
     return std::to_string(bytes >> 20) + " MiB";
   return std::to_string(bytes) + " bytes";
 }
+std::mutex &inputsMutex() {
+  static std::mutex m;
+  return m;
+}
+/// (device, inode) -> the path it was first read through.
+std::map<std::pair<uint64_t, uint64_t>, std::string> &inputs() {
+  static std::map<std::pair<uint64_t, uint64_t>, std::string> files;
+  return files;
+}
 } // namespace
 
-int openRegularFile(const std::string &path, uint64_t &size,
-                    std::string &error) {
+void noteInputFile(const InputFile &file) {
+  std::lock_guard<std::mutex> lock(inputsMutex());
+  inputs().emplace(std::make_pair(file.device, file.inode), file.path);
+}
+
+std::vector<InputFile> inputFilesRead() {
+  std::lock_guard<std::mutex> lock(inputsMutex());
+  std::vector<InputFile> out;
+  for (const auto &[id, path] : inputs())
+    out.push_back({id.first, id.second, path});
+  return out;
+}
+
+bool findInputFile(const std::string &path, InputFile &found) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return false;
+  std::lock_guard<std::mutex> lock(inputsMutex());
+  auto it = inputs().find(
+      {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
+  if (it == inputs().end())
+    return false;
+  found = {it->first.first, it->first.second, it->second};
+  return true;
+}
+
+std::string realPath(const std::string &path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  if (ec)
+    return path;
+  std::string s = p.string();
+  while (s.size() > 1 && s.back() == '/')
+    s.pop_back();
+  return s;
+}
+
+bool pathWithin(const std::string &inner, const std::string &outer) {
+  if (outer.empty())
+    return false;
+  if (inner == outer)
+    return true;
+  std::string prefix = outer.back() == '/' ? outer : outer + "/";
+  return inner.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool staysInFolder(const std::string &path, const std::string &folder,
+                   std::string &why) {
+  namespace fs = std::filesystem;
+  std::string dir = realPath(folder), real = realPath(path);
+  if (pathWithin(real, dir) && real != dir)
+    return true;
+  // A Hugging Face cache: models--org--name/snapshots/<rev>/... hold
+  // symlinks into models--org--name/blobs/.
+  for (fs::path a = fs::path(dir);
+       a.has_relative_path() && a != a.parent_path(); a = a.parent_path()) {
+    if (a.filename() != "snapshots")
+      continue;
+    std::string blobs = (a.parent_path() / "blobs").string();
+    if (pathWithin(real, blobs) && real != blobs)
+      return true;
+    break;
+  }
+  why = "it leads to '" + real + "', outside the folder '" + dir + "'";
+  return false;
+}
+
+int openRegularFile(const std::string &path, uint64_t &size, std::string &error,
+                    bool input) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
   // writer; on a regular file the flag has no effect on reads, and it is
   // cleared below anyway.
@@ -56,6 +135,9 @@ int openRegularFile(const std::string &path, uint64_t &size,
     ::close(fd);
     return -1;
   }
+  if (input)
+    noteInputFile({static_cast<uint64_t>(st.st_dev),
+                   static_cast<uint64_t>(st.st_ino), path});
   int flags = fcntl(fd, F_GETFL);
   if (flags >= 0)
     fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
@@ -64,9 +146,9 @@ int openRegularFile(const std::string &path, uint64_t &size,
 }
 
 bool readRegularFile(const std::string &path, uint64_t maxBytes,
-                     std::string &out, std::string &error) {
+                     std::string &out, std::string &error, bool input) {
   uint64_t size = 0;
-  int fd = openRegularFile(path, size, error);
+  int fd = openRegularFile(path, size, error, input);
   if (fd < 0)
     return false;
   if (size > maxBytes) {

@@ -5,8 +5,21 @@
 //===----------------------------------------------------------------------===//
 #include "emit/package/ModelFolder.h"
 
+#include "support/BoundedJson.h"
+#include "support/FileRead.h"
+#include "support/StagedFile.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
 
 namespace archc {
 
@@ -163,6 +176,65 @@ const std::vector<std::string> &tokenizerFileNames() {
                                                  "chat_template.jinja",
                                                  "chat_template.json"};
   return names;
+}
+
+namespace {
+/// Reads a side file under copySideFile's rule into `bytes`; false with
+/// `why` set when it is not allowed.
+bool readSideFile(const fs::path &from, const std::string &inputDir,
+                  uint64_t maxBytes, std::string &bytes, std::string &why) {
+  if (!staysInFolder(from.string(), inputDir, why))
+    return false;
+  // The resolved file itself: what is checked is what is read.
+  std::string real = realPath(from.string());
+  if (!readRegularFile(real, maxBytes, bytes, why))
+    return false;
+  if (from.extension() == ".json") {
+    JsonParseOptions opts;
+    opts.allowNonFinite = true;
+    std::string error;
+    if (!isBoundedJson(bytes, error, opts)) {
+      why = "it is not valid JSON (" + error + ")";
+      return false;
+    }
+  }
+  return true;
+}
+} // namespace
+
+SideFileCopy copySideFile(OutputSet &set, const std::string &inputDir,
+                          const std::string &name, DiagnosticEngine &diags) {
+  fs::path from = fs::path(inputDir) / name;
+  struct stat st;
+  if (::lstat(from.c_str(), &st) != 0)
+    return SideFileCopy::Absent;
+  std::string bytes, why;
+  if (!readSideFile(from, inputDir, kMaxSideFileBytes, bytes, why)) {
+    diags.warning(SourceRange(),
+                  fmt::format("'{}' is not copied into the model folder: {}",
+                              from.string(), why));
+    return SideFileCopy::Skipped;
+  }
+  StagedFile f;
+  if (!f.open(set.stage(name), set.finalPath(name), diags) ||
+      !f.write(bytes.data(), bytes.size(), diags) || !f.close(diags))
+    return SideFileCopy::Failed;
+  return SideFileCopy::Copied;
+}
+
+nlohmann::json readInputGenerationConfig(const std::string &inputDir) {
+  fs::path from = fs::path(inputDir) / "generation_config.json";
+  std::string bytes, why;
+  struct stat st;
+  if (inputDir.empty() || ::lstat(from.c_str(), &st) != 0 ||
+      !readSideFile(from, inputDir, kMaxConfigBytes, bytes, why))
+    return nullptr;
+  JsonParseOptions opts;
+  opts.allowNonFinite = true;
+  nlohmann::json j;
+  if (!parseBoundedJson(bytes, j, why, opts) || !j.is_object())
+    return nullptr;
+  return j;
 }
 
 } // namespace archc

@@ -42,6 +42,10 @@
 
 namespace archc {
 
+namespace weights {
+class RowQuantizer;
+} // namespace weights
+
 enum class WeightSource { Checkpoint, Random, Zeros, Layout };
 
 /// Where an emission's weight bytes come from: the checkpoint at `weights`
@@ -187,6 +191,11 @@ public:
                              const ir::QuantLayout &layout,
                              QuantRead read = QuantRead::Stack);
 
+  /// --allow-overflow: a value that overflows the dtype it is stored in
+  /// (1e6 as f16) is written as inf; by default it is an error naming the
+  /// weight and the element.
+  void setAllowOverflow(bool allow) { allowOverflow = allow; }
+
   /// Names of stacked weights the model reads as [in, out] matrices (the
   /// orientation of gpt-oss's MXFP4 blocks).
   void setInOutWeights(std::set<std::string> names) {
@@ -265,10 +274,21 @@ private:
   ir::CheckpointQuant ckptQuant;
   std::unique_ptr<CheckpointBinder> binder;
   std::set<std::string> inOutNames;
+  bool allowOverflow = false;
   std::vector<Entry> entries;
   std::map<std::string, size_t> index;
 
   Entry &entryFor(const std::string &name, const ir::TensorType &type);
+  /// Stores `n` floats of weight `name` (elements from `first`) as `dtype`;
+  /// reports an overflow unless allowed.
+  bool storeChecked(uint8_t *out, const float *in, uint64_t n, ir::DType dtype,
+                    const std::string &name, uint64_t first,
+                    DiagnosticEngine &diags) const;
+  /// Quantizes row `r` of weight `name`; reports a non-finite value or an
+  /// overflowing scale.
+  bool quantizeChecked(weights::RowQuantizer &q, const float *row, uint64_t r,
+                       uint8_t *codes, const std::string &name,
+                       DiagnosticEngine &diags) const;
   std::unique_ptr<FloatSource> valuesOf(const Entry &e) const;
   uint64_t regionBytes(const Entry &e, int region) const;
 

@@ -25,6 +25,38 @@ namespace archc {
 
 using namespace weights;
 
+bool WeightPlan::storeChecked(uint8_t *out, const float *in, uint64_t n,
+                              ir::DType dtype, const std::string &name,
+                              uint64_t first, DiagnosticEngine &diags) const {
+  uint64_t bad = storeFloats(out, in, n, dtype);
+  if (bad == n || allowOverflow)
+    return true;
+  diags.error(SourceRange(),
+              "cannot write weight '{}' as {}: element {} is {:g}, beyond "
+              "{}'s largest value {} (--allow-overflow writes it as inf)",
+              name, ir::dtypeName(dtype), first + bad, in[bad],
+              ir::dtypeName(dtype), largestFinite(dtype));
+  return false;
+}
+
+bool WeightPlan::quantizeChecked(RowQuantizer &q, const float *row, uint64_t r,
+                                 uint8_t *codes, const std::string &name,
+                                 DiagnosticEngine &diags) const {
+  if (q.quantize(row, r, codes))
+    return true;
+  if (q.nonFiniteColumn >= 0)
+    diags.error(SourceRange(),
+                "cannot quantize weight '{}': row {} holds {} at column {}",
+                name, r, nonFiniteName(row[q.nonFiniteColumn]),
+                q.nonFiniteColumn);
+  else
+    diags.error(SourceRange(),
+                "cannot quantize weight '{}': the scale of row {} block {} "
+                "overflows {} (a value beyond the scale dtype's range)",
+                name, r, q.overflowBlock, ir::dtypeName(q.scaleType()));
+  return false;
+}
+
 template <typename Sink>
 bool WeightPlan::produceTransposed(const Entry &e, DiagnosticEngine &diags,
                                    WeightStats &stats, Sink &&sink) const {
@@ -191,9 +223,11 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
         uint64_t r0 = l.axis == 0 ? p * bRows : 0;
         uint64_t c0 = l.axis == 1 ? p * bCols : 0;
         for (uint64_t r = 0; r < bRows; ++r)
-          for (uint64_t c = 0; c < bCols; ++c)
-            storeFloat(out.data() + (r * bCols + c) * es,
-                       matrix[(r0 + r) * cols + c0 + c], e.type.dtype);
+          if (!storeChecked(out.data() + r * bCols * es,
+                            matrix.data() + (r0 + r) * cols + c0, bCols,
+                            e.type.dtype, e.name, (x * bRows + r) * bCols,
+                            diags))
+            return false;
       }
       if (!sink(out.data(), out.size(), diags))
         return false;
@@ -261,16 +295,24 @@ bool WeightPlan::produceTensor(const Entry &e, DiagnosticEngine &diags,
     uint8_t *out = buf.data();
     if (values) {
       values->read(start, count, floats.data());
-      for (uint64_t i = 0; i < count; ++i)
-        storeFloat(out + i * outSize, floats[i], e.type.dtype);
       values->release(start, count);
       if (!values->error.empty()) {
         diags.error(SourceRange(), "cannot read weight '{}': {}", e.name,
                     values->error);
         return false;
       }
+      if (!storeChecked(out, floats.data(), count, e.type.dtype, e.name, start,
+                        diags))
+        return false;
     } else if (src) {
       const uint8_t *in = src->data + start * inSize;
+      // A same-dtype copy is checked like a converted tensor.
+      if (wantFloat)
+        if (uint64_t bad = firstNonFinite(in, count, src->dtype); bad < count) {
+          diags.error(SourceRange(), "cannot read weight '{}': {}", e.name,
+                      describeNonFiniteElement(*src, start + bad));
+          return false;
+        }
       if (wantFloat ||
           (src->dtype == StDType::I64 && e.type.dtype == ir::DType::I64))
         std::memcpy(out, in, count * outSize);
@@ -330,8 +372,11 @@ bool WeightPlan::produceQuantized(const Entry &e, DiagnosticEngine &diags,
             row[k] = tile[k * t + i];
           src = row.data();
         }
-        quantizer.quantize(src, static_cast<uint64_t>(x) * N + n0 + i,
-                           codes.data() + i * rowBytes);
+        if (values->error.empty() &&
+            !quantizeChecked(quantizer, src,
+                             static_cast<uint64_t>(x) * N + n0 + i,
+                             codes.data() + i * rowBytes, e.name, diags))
+          return false;
       }
       if (!values->error.empty()) {
         diags.error(SourceRange(), "cannot read weight '{}': {}", e.name,
@@ -384,7 +429,8 @@ bool WeightPlan::quantizeProducedRows(const Entry &e, DiagnosticEngine &diags,
       for (uint64_t k = 0; k < K; ++k)
         row[k] = loadFloat(pending.data() + k * es, e.type.dtype);
       pending.clear();
-      quantizer.quantize(row.data(), r++, codes.data());
+      if (!quantizeChecked(quantizer, row.data(), r++, codes.data(), e.name, d))
+        return false;
       if (!codesSink(codes.data(), codes.size(), d))
         return false;
     }
