@@ -86,6 +86,20 @@ bool resolveModelInput(Options &o) {
 }
 
 namespace {
+/// Whether `name` is of a kind a model folder holds (its config, weights,
+/// tokenizer, processor and side files): what an output never replaces in
+/// an input folder.
+bool isModelFolderFileName(const std::string &name) {
+  static const char *kinds[] = {".json", ".safetensors", ".bin",     ".model",
+                                ".txt",  ".jinja",       ".pt",      ".pth",
+                                ".gguf", ".tiktoken",    ".msgpack", ".h5"};
+  std::string ext = fs::path(name).extension().string();
+  for (const char *k : kinds)
+    if (ext == k)
+      return true;
+  return name.rfind("tokenizer", 0) == 0;
+}
+
 /// Whether -o names a folder: a trailing '/' or an existing directory.
 bool outputIsFolder(const std::string &output) {
   std::error_code ec;
@@ -148,6 +162,18 @@ bool checkOutputsAgainstInputs(const Options &o) {
                    "archc: error: '{}' is {} '{}'; archc never writes over "
                    "its inputs\n",
                    target, what, file);
+        return false;
+      }
+    // A file of the input folder that the model consists of (its weights,
+    // configs, tokenizer), whether this run reads it or not.
+    std::string name = fs::path(out).filename().string();
+    for (const auto &[folder, what] : folders)
+      if (fs::path(out).parent_path() == fs::path(realPath(folder)) &&
+          fs::exists(out, ec) && isModelFolderFileName(name)) {
+        fmt::print(stderr,
+                   "archc: error: '{}' is '{}' of {} '{}'; archc never "
+                   "writes over the files of its input\n",
+                   target, name, what, folder);
         return false;
       }
   }

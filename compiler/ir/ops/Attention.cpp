@@ -41,9 +41,34 @@ bool verifyRope(const Op &op, DiagnosticEngine &d) {
   // mrope_section.
   static const char *known[] = {"default", "linear",   "dynamic", "llama3",
                                 "yarn",    "longrope", "mrope"};
+  bool isKnown = false;
   for (const char *k : known)
-    if (type == k)
-      return true;
+    isKnown = isKnown || type == k;
+  if (isKnown) {
+    // The factors the frequencies are divided or scaled by: 0, a negative
+    // or a non-finite value gives infinite or NaN frequencies (a llama3
+    // factor of 0 divides by 0 in Hugging Face too).
+    for (const char *key : {"factor", "low_freq_factor", "high_freq_factor",
+                            "original_max_position_embeddings"}) {
+      auto f = (*sc)->entries.find(key);
+      if (f == (*sc)->entries.end() || type == "default" || type == "mrope")
+        continue;
+      double v = std::holds_alternative<double>(f->second)
+                     ? std::get<double>(f->second)
+                 : std::holds_alternative<int64_t>(f->second)
+                     ? static_cast<double>(std::get<int64_t>(f->second))
+                     : 1.0;
+      if (!(v > 0) || !std::isfinite(v)) {
+        reportOpError(d, op,
+                      fmt::format("rope scaling '{}' must be a positive "
+                                  "number for rope type '{}', got {} (the "
+                                  "rotary frequencies would not be finite)",
+                                  key, type, attrStr(f->second)));
+        return false;
+      }
+    }
+    return true;
+  }
   reportOpError(d, op,
                 fmt::format("unsupported rope scaling type '{}' (supported: "
                             "default, linear, dynamic, llama3, yarn, "
@@ -659,6 +684,7 @@ void addAttentionSchemas(SchemaList &out) {
                    "the query's included (Llama 4)")
           .atLeast(1)
           .optAttr("scale", AttrType::Float, "score scale; none: 1 / sqrt(dk)")
+          .nonZero()
           .optAttr("softcap", AttrType::Float,
                    "scores become softcap * tanh(scores / softcap)")
           .above(0)
@@ -714,6 +740,7 @@ void addAttentionSchemas(SchemaList &out) {
           .atLeast(1)
           .optAttr("scale", AttrType::Float,
                    "score scale; none: 1 / sqrt(nope + dr)")
+          .nonZero()
           .attr("causal", AttrType::Bool, true,
                 "queries see keys at or before their position")
           .passOperand("mask", "int64 [batch, keys] padding mask")
