@@ -84,7 +84,7 @@ const char *stDTypeName(StDType t) {
 
 /// A name or value from a file, cut for a message.
 static std::string shortened(const std::string &s) {
-  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+  return s.size() > 256 ? s.substr(0, 253) + "..." : s;
 }
 
 static bool parseStDType(const std::string &s, StDType &out) {
