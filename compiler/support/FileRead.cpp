@@ -71,8 +71,19 @@ bool findInputFile(const std::string &path, InputFile &found) {
 }
 
 std::string realPath(const std::string &path) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  // A dangling symlink names its target (weakly_canonical would keep the
+  // link's own name).
+  fs::path p = path;
+  for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(p, ec));
+       ++hops) {
+    fs::path target = fs::read_symlink(p, ec);
+    if (ec)
+      break;
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  p = fs::weakly_canonical(p, ec);
   if (ec)
     return path;
   std::string s = p.string();

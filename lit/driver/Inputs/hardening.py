@@ -23,11 +23,15 @@
       path, kind and the SHA-256 of its bytes (to compare before and after)
   hardening.py big-json OUT BYTES
       a valid JSON object padded to BYTES bytes
+  hardening.py list N COMMAND ARGS...
+      runs COMMAND with every "@LIST" in ARGS replaced by "1,2,...,N"
+      (lists too long to write in a test) and exits with its code
 """
 import hashlib
 import json
 import os
 import struct
+import subprocess
 import sys
 
 
@@ -125,8 +129,15 @@ def big_json(path, size):
         f.write('{"pad": "%s"}' % ("x" * pad))
 
 
+def run_list(n, command):
+    values = ",".join(str(i) for i in range(1, int(n) + 1))
+    sys.exit(subprocess.call([a.replace("@LIST", values) for a in command]))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "list":
+        run_list(args[0], args[1:])
     {"poke": lambda: poke(*args),
      "nested-dtype": lambda: nested_dtype(*args),
      "dup-header": lambda: dup_header(*args),
