@@ -46,7 +46,8 @@ std::map<std::pair<uint64_t, uint64_t>, std::string> &inputs() {
 
 void noteInputFile(const InputFile &file) {
   std::lock_guard<std::mutex> lock(inputsMutex());
-  inputs().emplace(std::make_pair(file.device, file.inode), file.path);
+  // The latest path: an inode of a file deleted since may be reused.
+  inputs().insert_or_assign(std::make_pair(file.device, file.inode), file.path);
 }
 
 std::vector<InputFile> inputFilesRead() {
@@ -65,6 +66,12 @@ bool findInputFile(const std::string &path, InputFile &found) {
   auto it = inputs().find(
       {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)});
   if (it == inputs().end())
+    return false;
+  // The input is still there under the path it was read through (a file
+  // deleted since may have left its inode number to another).
+  struct stat again;
+  if (::stat(it->second.c_str(), &again) != 0 || again.st_dev != st.st_dev ||
+      again.st_ino != st.st_ino)
     return false;
   found = {it->first.first, it->first.second, it->second};
   return true;
