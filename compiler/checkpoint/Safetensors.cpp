@@ -407,19 +407,20 @@ bool Checkpoint::openIndex(const std::string &path, DiagnosticEngine &diags) {
                 problem);
     return false;
   }
-  // Each shard once, in the order the index names them; a name that leaves
-  // the folder (`..`, an absolute path, a symlink out of it) is refused
-  // before the file is opened.
+  // Each shard once, in the order the index names them, opened as soon as
+  // it is checked (the first absent one ends the work at once); a name that
+  // leaves the folder (`..`, an absolute path, a symlink out of it) is
+  // refused before the file is opened.
   fs::path dir = fs::path(path).parent_path();
-  std::string folder = dir.empty() ? std::string(".") : dir.string();
-  std::vector<std::string> shards;
+  FolderBounds bounds(dir.empty() ? std::string(".") : dir.string());
   std::unordered_map<std::string, size_t> shardIndex;
+  size_t firstFile = mapped.size();
   for (const auto &[tensor, shard] : entries) {
     if (shardIndex.count(shard))
       continue;
     std::string why = badShardName(shard);
     if (why.empty())
-      staysInFolder((dir / shard).string(), folder, why);
+      bounds.contains((dir / shard).string(), why);
     if (!why.empty()) {
       diags.error(SourceRange(),
                   "checkpoint index '{}' lists '{}' in '{}', {}; archc reads "
@@ -427,13 +428,10 @@ bool Checkpoint::openIndex(const std::string &path, DiagnosticEngine &diags) {
                   path, shortened(tensor), shortened(shard), why);
       return false;
     }
-    shardIndex.emplace(shard, shards.size());
-    shards.push_back(shard);
-  }
-  size_t firstFile = mapped.size();
-  for (const std::string &shard : shards)
+    shardIndex.emplace(shard, shardIndex.size());
     if (!openFile((dir / shard).string(), diags))
       return false;
+  }
   // The index must agree with the shards' headers.
   for (const auto &[tensor, shard] : entries) {
     const StTensor *t = find(tensor);

@@ -109,20 +109,30 @@ bool outputIsFolder(const std::string &output) {
 } // namespace
 
 bool checkOutputsAgainstInputs(const Options &o) {
-  // The folders the run reads as a whole: the model folder, and the folder
-  // of the checkpoint (its shards, its index).
+  // The folders the run reads as a whole: the model folder (or the folder
+  // of a config.json), and the folder of the checkpoint (its shards, its
+  // index); each with how messages name it.
   std::vector<std::pair<std::string, std::string>> folders;
   std::error_code ec;
+  auto parentOf = [](const std::string &file) {
+    std::string p = fs::path(file).parent_path().string();
+    return p.empty() ? std::string(".") : p;
+  };
   if (!o.modelDir.empty())
-    folders.push_back({o.modelDir, "the input model folder"});
+    folders.push_back(
+        {o.modelDir, fmt::format("the input model folder '{}'", o.modelDir)});
+  else if (fs::path(o.config).filename() == "config.json")
+    folders.push_back(
+        {parentOf(o.config), fmt::format("the folder '{}' of the config '{}'",
+                                         parentOf(o.config), o.config)});
   if (!o.weights.empty()) {
     if (fs::is_directory(o.weights, ec))
-      folders.push_back({o.weights, "the checkpoint folder"});
+      folders.push_back(
+          {o.weights, fmt::format("the checkpoint folder '{}'", o.weights)});
     else
-      folders.push_back({fs::path(o.weights).parent_path().string().empty()
-                             ? std::string(".")
-                             : fs::path(o.weights).parent_path().string(),
-                         "the folder of the checkpoint '" + o.weights + "'"});
+      folders.push_back({parentOf(o.weights),
+                         fmt::format("the folder '{}' of the checkpoint '{}'",
+                                     parentOf(o.weights), o.weights)});
   }
   bool output = !o.output.empty() && o.output != "-";
   if (output && o.emit == EmitTarget::Onnx && outputIsFolder(o.output)) {
@@ -131,18 +141,18 @@ bool checkOutputsAgainstInputs(const Options &o) {
       std::string in = realPath(folder);
       if (in == out) {
         fmt::print(stderr,
-                   "archc: error: -o '{}' is {} '{}'; a model folder written "
+                   "archc: error: -o '{}' is {}; a model folder written "
                    "there would replace its config.json and side files: "
                    "choose another output folder\n",
-                   o.output, what, folder);
+                   o.output, what);
         return false;
       }
       if (pathWithin(in, out)) {
         fmt::print(stderr,
-                   "archc: error: -o '{}' contains {} '{}'; archc does not "
+                   "archc: error: -o '{}' contains {}; archc does not "
                    "write a model folder around its input: choose another "
                    "output folder\n",
-                   o.output, what, folder);
+                   o.output, what);
         return false;
       }
     }
@@ -171,9 +181,9 @@ bool checkOutputsAgainstInputs(const Options &o) {
       if (fs::path(out).parent_path() == fs::path(realPath(folder)) &&
           fs::exists(out, ec) && isModelFolderFileName(name)) {
         fmt::print(stderr,
-                   "archc: error: '{}' is '{}' of {} '{}'; archc never "
-                   "writes over the files of its input\n",
-                   target, name, what, folder);
+                   "archc: error: '{}' is '{}' of {}; archc never writes "
+                   "over the files of its input\n",
+                   target, name, what);
         return false;
       }
   }

@@ -108,25 +108,30 @@ bool pathWithin(const std::string &inner, const std::string &outer) {
   return inner.compare(0, prefix.size(), prefix) == 0;
 }
 
-bool staysInFolder(const std::string &path, const std::string &folder,
-                   std::string &why) {
+FolderBounds::FolderBounds(const std::string &folder) : dir(realPath(folder)) {
   namespace fs = std::filesystem;
-  std::string dir = realPath(folder), real = realPath(path);
-  if (pathWithin(real, dir) && real != dir)
-    return true;
   // A Hugging Face cache: models--org--name/snapshots/<rev>/... hold
   // symlinks into models--org--name/blobs/.
   for (fs::path a = fs::path(dir);
-       a.has_relative_path() && a != a.parent_path(); a = a.parent_path()) {
-    if (a.filename() != "snapshots")
-      continue;
-    std::string blobs = (a.parent_path() / "blobs").string();
-    if (pathWithin(real, blobs) && real != blobs)
-      return true;
-    break;
-  }
+       a.has_relative_path() && a != a.parent_path(); a = a.parent_path())
+    if (a.filename() == "snapshots") {
+      blobs = (a.parent_path() / "blobs").string();
+      break;
+    }
+}
+
+bool FolderBounds::contains(const std::string &path, std::string &why) const {
+  std::string real = realPath(path);
+  if ((pathWithin(real, dir) && real != dir) ||
+      (!blobs.empty() && pathWithin(real, blobs) && real != blobs))
+    return true;
   why = "it leads to '" + real + "', outside the folder '" + dir + "'";
   return false;
+}
+
+bool staysInFolder(const std::string &path, const std::string &folder,
+                   std::string &why) {
+  return FolderBounds(folder).contains(path, why);
 }
 
 int openRegularFile(const std::string &path, uint64_t &size, std::string &error,

@@ -64,11 +64,23 @@ std::string realPath(const std::string &path);
 /// Whether the real path `inner` is `outer` or lies inside it.
 bool pathWithin(const std::string &inner, const std::string &outer);
 
-/// Whether `path`, a file named by input folder `folder`, stays in it: its
-/// real path lies in the folder's real path or, for a folder inside a
-/// Hugging Face cache snapshot (`.../snapshots/<revision>/`, whose files are
-/// symlinks into `../../blobs/`), in that cache's `blobs/` folder.
-/// Otherwise false with `why` set (where it leads).
+/// Where the files named by an input folder may lead: the folder's real
+/// path and, for a folder inside a Hugging Face cache snapshot
+/// (`.../snapshots/<revision>/`, whose files are symlinks into
+/// `../../blobs/`), that cache's `blobs/` folder. Resolved once, for
+/// checking many files.
+class FolderBounds {
+public:
+  explicit FolderBounds(const std::string &folder);
+  /// Whether `path` stays in the folder (see above); otherwise false with
+  /// `why` set (where it leads).
+  bool contains(const std::string &path, std::string &why) const;
+
+private:
+  std::string dir, blobs;
+};
+
+/// FolderBounds(folder).contains(path, why).
 bool staysInFolder(const std::string &path, const std::string &folder,
                    std::string &why);
 
