@@ -280,19 +280,19 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       return true;
     };
     if (name == "--help" || name == "-h") {
-      std::fputs(kUsage, stdout);
+      o.printAndExit = kUsage;
       exitCode = 0;
       return false;
     }
     if (name == "--version") {
-      std::puts("archc 0.1.0");
+      o.printAndExit = "archc 0.1.0\n";
       exitCode = 0;
       return false;
     }
     if (name == "--print-op-reference") {
       std::ostringstream os;
       ir::printOpReference(os);
-      std::fputs(os.str().c_str(), stdout);
+      o.printAndExit = os.str();
       exitCode = 0;
       return false;
     }
@@ -318,14 +318,18 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       o.allowOverflow = true;
       continue;
     }
-    if (name != "-I" && (hasValue || !isFlag(name))) {
+    // --print-ir-after-all is --print-ir-after=all.
+    bool irAfterAll = name == "--print-ir-after-all";
+    if (name != "-I" && (hasValue || !isFlag(name) || irAfterAll)) {
       std::string key = name == "--output"    ? "-o"
                         : name == "--context" ? "--past"
+                        : irAfterAll          ? "--print-ir-after"
                                               : name;
-      std::string shown =
-          hasValue || i + 1 >= args.size() ? a : a + " " + args[i + 1];
+      std::string shown = hasValue || irAfterAll || i + 1 >= args.size()
+                              ? a
+                              : a + " " + args[i + 1];
       auto [prev, inserted] = seen.emplace(key, shown);
-      if (!inserted && isKnownValueOption(name)) {
+      if (!inserted && (irAfterAll || isKnownValueOption(name))) {
         fmt::print(stderr,
                    "archc: error: {} given twice ('{}' and '{}'); it takes "
                    "one value\n",
@@ -617,6 +621,15 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
                rows, o.batch.size(), std::max<size_t>(1, o.seq.size()),
                std::max<size_t>(1, o.past.size()),
                std::max<size_t>(1, o.devices.size()), kMaxProfileRows);
+    return false;
+  }
+  // --init makes weights instead of binding them: with --weights one of
+  // the two would be ignored without a word.
+  if (o.initGiven && !o.weights.empty()) {
+    fmt::print(stderr,
+               "archc: error: --init={} and --weights '{}' both say where the "
+               "weights come from; give one\n",
+               o.init, o.weights);
     return false;
   }
   if (!resolveModelInput(o))

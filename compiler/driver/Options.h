@@ -25,6 +25,9 @@ struct Options {
   std::string config;
   std::string modelDir; ///< the model folder given as input, if any
   bool listArchs = false;
+  /// --help, --version, --print-op-reference: the text to print (checked,
+  /// like every write to standard output) before exiting 0.
+  std::string printAndExit;
   bool quiet = false; ///< no progress bar
   EmitTarget emit = EmitTarget::IR;
   std::string output; ///< -o; "-" or empty = stdout where that makes sense

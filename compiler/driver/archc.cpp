@@ -40,8 +40,17 @@ static bool flushStdout() {
 int main(int argc, char **argv) {
   Options opts;
   int exitCode = 1;
-  if (!parseOptions(argc, argv, opts, exitCode))
+  if (!parseOptions(argc, argv, opts, exitCode)) {
+    if (!opts.printAndExit.empty()) {
+      SourceMgr sm;
+      DiagnosticEngine diags(sm);
+      if (!writeStandardOutput(opts.printAndExit, diags)) {
+        diags.printSummary();
+        return 1;
+      }
+    }
     return flushStdout() ? exitCode : 1;
+  }
   if (opts.listArchs) {
     std::ostringstream list;
     printBundledArchs(list);
