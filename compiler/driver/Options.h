@@ -18,7 +18,7 @@ enum class EmitTarget { Config, Weights, IR, Profile, Onnx, OnnxText };
 
 /// The most rows a profile sweep may have: --batch x --seq x --past values
 /// x --device ids (docs/limits.md).
-constexpr uint64_t kMaxProfileRows = 65536;
+constexpr uint64_t kMaxProfileRows = 16384;
 
 struct Options {
   std::string input;
