@@ -15,6 +15,7 @@
 #include "emit/package/ModelFolder.h"
 #include "emit/package/OnnxFiles.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -96,7 +97,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         std::string(reinterpret_cast<const char *>(data + 1), size - 1))
       __builtin_trap();
   }
-  nlohmann::json generation = readInputGenerationConfig(in.string());
+  nlohmann::json generation = readInputGenerationConfig(in.string(), diags);
+  // What genai_config.json takes from it is finite.
+  if (generation.is_object())
+    for (const char *k : {"diversity_penalty", "length_penalty",
+                          "repetition_penalty", "temperature", "top_p"})
+      if (generation.contains(k) && generation[k].is_number() &&
+          !std::isfinite(generation[k].get<double>()))
+        __builtin_trap();
   if (!generation.is_object())
     generation = generationConfig(nullptr, {{"eos_token_id", 2}});
   (void)generation.dump(2);

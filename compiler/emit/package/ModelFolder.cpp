@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -222,7 +224,8 @@ SideFileCopy copySideFile(OutputSet &set, const std::string &inputDir,
   return SideFileCopy::Copied;
 }
 
-nlohmann::json readInputGenerationConfig(const std::string &inputDir) {
+nlohmann::json readInputGenerationConfig(const std::string &inputDir,
+                                         DiagnosticEngine &diags) {
   fs::path from = fs::path(inputDir) / "generation_config.json";
   std::string bytes, why;
   struct stat st;
@@ -234,6 +237,53 @@ nlohmann::json readInputGenerationConfig(const std::string &inputDir) {
   nlohmann::json j;
   if (!parseBoundedJson(bytes, j, why, opts) || !j.is_object())
     return nullptr;
+  // The values genai_config.json takes must be of the kind onnxruntime-genai
+  // reads: finite numbers, counts, a flag, token ids. Another (NaN, valid
+  // for Hugging Face; a string; a list) is left out with a warning, and
+  // genai_config.json keeps its default; the file itself is still copied
+  // byte for byte.
+  auto tokenId = [](const nlohmann::json &v) {
+    return v.is_number_integer() && v.get<int64_t>() >= 0;
+  };
+  for (auto it = j.begin(); it != j.end();) {
+    const std::string &k = it.key();
+    const nlohmann::json &v = *it;
+    const char *want = nullptr;
+    bool ok = true;
+    if (k == "diversity_penalty" || k == "length_penalty" ||
+        k == "repetition_penalty" || k == "temperature" || k == "top_p") {
+      want = "a finite number";
+      ok = v.is_number() && std::isfinite(v.get<double>());
+    } else if (k == "no_repeat_ngram_size" || k == "num_beams" ||
+               k == "num_return_sequences" || k == "top_k") {
+      want = "a count (an integer, 0 or more)";
+      ok = tokenId(v);
+    } else if (k == "do_sample") {
+      want = "true or false";
+      ok = v.is_boolean();
+    } else if (k == "bos_token_id" || k == "eos_token_id" ||
+               k == "pad_token_id") {
+      want = "a token id or a list of them";
+      ok = tokenId(v) || (v.is_array() && !v.empty() &&
+                          std::all_of(v.begin(), v.end(), tokenId));
+    }
+    if (ok || v.is_null()) {
+      ++it;
+      continue;
+    }
+    std::string shown = v.is_number_float() && !std::isfinite(v.get<double>())
+                            ? (std::isnan(v.get<double>()) ? "NaN"
+                               : v.get<double>() > 0       ? "Infinity"
+                                                           : "-Infinity")
+                            : v.dump();
+    if (shown.size() > 40)
+      shown = shown.substr(0, 40) + "...";
+    diags.warning(SourceRange(),
+                  fmt::format("'{}': '{}' is {}, not {}; genai_config.json "
+                              "does not take it (the default stays)",
+                              from.string(), k, shown, want));
+    it = j.erase(it);
+  }
   return j;
 }
 

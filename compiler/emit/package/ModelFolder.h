@@ -90,8 +90,10 @@ SideFileCopy copySideFile(OutputSet &set, const std::string &inputDir,
 /// generation_config.json of the input folder, parsed for the search
 /// defaults of genai_config.json (bounded: 4 MiB, 64 levels; NaN allowed),
 /// or null when it is absent, not allowed (copySideFile's rule) or not
-/// readable that way.
-nlohmann::json readInputGenerationConfig(const std::string &inputDir);
+/// readable that way. A search default or token id that is not of the kind
+/// genai_config.json holds (NaN, a string, ...) is left out with a warning.
+nlohmann::json readInputGenerationConfig(const std::string &inputDir,
+                                         DiagnosticEngine &diags);
 
 } // namespace archc
 

@@ -154,7 +154,7 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
 
   // Side files of a model folder; its config.json names the model type
   // transformers.js sees.
-  nlohmann::json generation = readInputGenerationConfig(opts.inputDir);
+  nlohmann::json generation = readInputGenerationConfig(opts.inputDir, diags);
   std::string modelType = modelTypeOf(config, m);
   const std::string genaiVariant = modelRel.stem().string() + ".genai.onnx";
   if (opts.folder) {

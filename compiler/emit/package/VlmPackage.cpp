@@ -301,7 +301,7 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
     return false;
   // generation_config.json: the input's byte for byte, derived from the
   // config only when the input folder has none.
-  nlohmann::json generation = readInputGenerationConfig(opts.inputDir);
+  nlohmann::json generation = readInputGenerationConfig(opts.inputDir, diags);
   SideFileCopy copiedGeneration =
       opts.inputDir.empty()
           ? SideFileCopy::Absent
