@@ -6,9 +6,9 @@ Usage: run_benchmarks.py [--archc BIN] [--runs N] [profile] [onnx] [weights]
   profile   -emit=profile (prefill 2048 + decode at past 2048, one device)
             for the largest bundled configs, N runs each
   onnx      -emit=onnx without weight data (sparse external-data layout)
-  weights   -emit=onnx --weights on a synthetic 3.85 GB bf16 checkpoint
-            (bench/make_checkpoint.py), compared with cp of the same file
-  qweights  the same checkpoint to int4 / int8 (--quant), and its FP8 form
+  weights   -emit=onnx --weights against cp && sync (bench/bind_weights.py)
+  qweights  a synthetic 3.85 GB bf16 Llama checkpoint (bench/make_checkpoint.py)
+            to int4 / int8 (--quant), and its FP8 form
             (F8_E4M3 + weight_scale_inv) to bf16 and int4
 
 Each measurement is one child process; wall time from fork to exit, peak RSS
@@ -95,36 +95,9 @@ def bench_onnx(archc, runs):
 
 
 def bench_weights(archc, runs):
-    print("== -emit=onnx --weights: synthetic Llama (4 layers, 3.85 GB bf16)")
-    cfg = os.path.join(ROOT, "archs", "configs", "bench", "llama-bench-4l.json")
-    arch = os.path.join(ROOT, "archs", "llama.arch")
-    with tempfile.TemporaryDirectory(dir=ROOT) as d:
-        ckpt = os.path.join(d, "model.safetensors")
-        weights = subprocess.run([archc, arch, "--config", cfg, "-emit=weights"],
-                                 check=True, capture_output=True).stdout
-        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "make_checkpoint.py"),
-                        ckpt], input=weights, check=True)
-        size = os.path.getsize(ckpt)
-        print("checkpoint: %.2f GB" % (size / 1e9))
-        out_dir = os.path.join(d, "out")
-        for label, extra in (("bf16 -> bf16", ["--dtype=bf16"]),
-                             ("bf16 -> f32", ["--dtype=f32"])):
-            samples = []
-            for _ in range(runs):
-                os.makedirs(out_dir)
-                samples.append(run([archc, arch, "--config", cfg, "-emit=onnx",
-                                    "--weights", ckpt, "-o",
-                                    os.path.join(out_dir, "model.onnx")] + extra))
-                shutil.rmtree(out_dir)
-            report("archc " + label, samples)
-        for label, cmd in (("cp", ["cp", ckpt, os.path.join(d, "copy")]),
-                           ("cp + sync", ["sh", "-c", "cp '%s' '%s' && sync" % (
-                               ckpt, os.path.join(d, "copy"))])):
-            samples = []
-            for _ in range(runs):
-                samples.append(run(cmd))
-                os.remove(os.path.join(d, "copy"))
-            report(label, samples)
+    """Binding against `cp && sync` of the same bytes: bench/bind_weights.py."""
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bind_weights.py"),
+                    "--archc", archc, "--runs", str(runs)], check=True)
 
 
 def bench_quant_weights(archc, runs):

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #include <fstream>
 #include <optional>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <unordered_map>
@@ -102,11 +104,30 @@ static bool parseStDType(const std::string &s, StDType &out) {
   return true;
 }
 
+namespace {
+/// Descriptors MappedFile keeps open (for copy_file_range): at most 256
+/// and a quarter of the process's limit, so a checkpoint of any number of
+/// shards never runs out of descriptors; a file past them is closed once
+/// mapped and copied from memory.
+std::atomic<unsigned> keptDescriptors{0};
+unsigned descriptorBudget() {
+  static const unsigned budget = [] {
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+      return 256u;
+    return static_cast<unsigned>(std::min<rlim_t>(256, r.rlim_cur / 4));
+  }();
+  return budget;
+}
+} // namespace
+
 MappedFile::~MappedFile() {
   if (base && length)
     munmap(const_cast<uint8_t *>(base), length);
-  if (fd >= 0)
+  if (fd >= 0) {
     ::close(fd);
+    --keptDescriptors;
+  }
 }
 
 bool MappedFile::open(const std::string &path, std::string &error) {
@@ -126,10 +147,15 @@ bool MappedFile::open(const std::string &path, std::string &error) {
   }
   void *p = mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, 0);
   int mapError = errno;
-  // The mapping keeps the file; its descriptor is closed at once, so a
-  // checkpoint of any number of shards holds no descriptor open.
-  ::close(fd);
-  fd = -1;
+  // The mapping keeps the file; its descriptor stays open for the kernel's
+  // copies while the budget allows, else it is closed at once, so a
+  // checkpoint of any number of shards fits the descriptor limit.
+  if (p == MAP_FAILED || keptDescriptors >= descriptorBudget()) {
+    ::close(fd);
+    fd = -1;
+  } else {
+    ++keptDescriptors;
+  }
   if (p == MAP_FAILED) {
     error = std::strerror(mapError);
     length = 0;
@@ -140,14 +166,23 @@ bool MappedFile::open(const std::string &path, std::string &error) {
 }
 
 void MappedFile::release(const uint8_t *begin, uint64_t bytes) const {
-  long page = sysconf(_SC_PAGESIZE);
-  uintptr_t b = reinterpret_cast<uintptr_t>(begin);
-  uintptr_t e = b + bytes;
-  uintptr_t alignedB = (b + page - 1) / page * page;
-  uintptr_t alignedE = e / page * page;
-  if (alignedE > alignedB)
-    madvise(reinterpret_cast<void *>(alignedB), alignedE - alignedB,
-            MADV_DONTNEED);
+  // Rounded out to whole pages: the mapping is private and never written,
+  // so a page dropped while a neighbouring range still needs it is mapped
+  // again from the page cache on its next read. Rounded in, the pages that
+  // straddle two released ranges would never be dropped and would add up
+  // over a large checkpoint.
+  if (!base || bytes == 0)
+    return;
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t lo = reinterpret_cast<uintptr_t>(base);
+  uintptr_t hi = lo + length;
+  uintptr_t b = reinterpret_cast<uintptr_t>(begin) / page * page;
+  uintptr_t e =
+      (reinterpret_cast<uintptr_t>(begin) + bytes + page - 1) / page * page;
+  b = std::max(b, lo);
+  e = std::min(e, (hi + page - 1) / page * page);
+  if (e > b)
+    madvise(reinterpret_cast<void *>(b), e - b, MADV_DONTNEED);
 }
 
 bool parseSafetensorsHeader(const uint8_t *data, uint64_t size,

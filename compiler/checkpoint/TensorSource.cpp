@@ -181,11 +181,28 @@ public:
       : t(t), f(f), size(stDTypeSize(t.dtype)) {}
   void readValues(uint64_t start, uint64_t count, float *out) override {
     const uint8_t *p = t.data + start * size;
-    if (t.dtype == StDType::F32)
+    uint16_t h;
+    // One loop per dtype (the common ones vectorise).
+    switch (t.dtype) {
+    case StDType::F32:
       std::memcpy(out, p, count * 4);
-    else
+      break;
+    case StDType::BF16:
+      for (uint64_t i = 0; i < count; ++i) {
+        std::memcpy(&h, p + i * 2, 2);
+        out[i] = bf16ToFloat(h);
+      }
+      break;
+    case StDType::F16:
+      for (uint64_t i = 0; i < count; ++i) {
+        std::memcpy(&h, p + i * 2, 2);
+        out[i] = halfToFloat(h);
+      }
+      break;
+    default:
       for (uint64_t i = 0; i < count; ++i)
         out[i] = loadFloat(p + i * size, t.dtype);
+    }
     bytesRead += count * size;
   }
   void release(uint64_t start, uint64_t count) override {
@@ -231,7 +248,15 @@ public:
   }
   void release(uint64_t start, uint64_t count) override {
     wf.release(w.data + start, count);
-    (void)sf;
+    // The scale rows of the block rows touched (read again if needed).
+    if (count == 0)
+      return;
+    const uint64_t c = static_cast<uint64_t>(cols),
+                   rb = static_cast<uint64_t>(br),
+                   rowBytes =
+                       static_cast<uint64_t>(scaleCols) * stDTypeSize(s.dtype);
+    uint64_t b0 = start / c / rb, b1 = (start + count - 1) / c / rb;
+    sf.release(s.data + b0 * rowBytes, (b1 - b0 + 1) * rowBytes);
   }
 
 protected:
@@ -282,9 +307,11 @@ public:
   }
   void release(uint64_t start, uint64_t count) override {
     uint64_t r0 = start / cols, r1 = (start + count) / cols;
-    if (r1 > r0)
+    if (r1 > r0) {
       pf.release(p.data + r0 * packedCols, (r1 - r0) * packedCols);
-    (void)sf;
+      sf.release(s.data + r0 * scaleCols * stDTypeSize(s.dtype),
+                 (r1 - r0) * scaleCols * stDTypeSize(s.dtype));
+    }
   }
 
 private:
@@ -327,9 +354,12 @@ public:
     uint64_t matrix = static_cast<uint64_t>(rows * cols);
     uint64_t m0 = start / matrix, m1 = (start + count) / matrix;
     uint64_t bytesPerMatrix = static_cast<uint64_t>(rows * groups * 16);
-    if (m1 > m0)
+    if (m1 > m0) {
       bf.release(b.data + m0 * bytesPerMatrix, (m1 - m0) * bytesPerMatrix);
-    (void)sf;
+      uint64_t scalesPerMatrix = static_cast<uint64_t>(rows * groups);
+      sf.release(s.data + m0 * scalesPerMatrix * stDTypeSize(s.dtype),
+                 (m1 - m0) * scalesPerMatrix * stDTypeSize(s.dtype));
+    }
   }
 
 private:

@@ -1,8 +1,9 @@
 //===- StagedFile.h - A file written into a staging directory ---*- C++ -*-===//
 //
 // This file declares StagedFile: a file of an OutputSet, written in the
-// staging directory. Errors name the path the file will have once published
-// (never the staging path) and the OS reason.
+// staging directory, appended to or written at offsets (unbuffered: callers
+// write large pieces). Errors name the path the file will have once
+// published (never the staging path) and the OS reason.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_SUPPORT_STAGEDFILE_H
@@ -11,7 +12,6 @@
 #include "support/Diagnostics.h"
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
 
 namespace archc {
@@ -27,21 +27,36 @@ public:
   /// Creates `stagedPath`; `shownPath` is the final path used in messages.
   bool open(const std::string &stagedPath, const std::string &shownPath,
             DiagnosticEngine &diags);
-  /// Appends bytes. Reports and returns false on error (disk full, ...).
+  /// Appends bytes after the last byte appended. Reports and returns false
+  /// on error (disk full, ...).
   bool write(const void *data, size_t size, DiagnosticEngine &diags);
-  /// Sets the file size (a sparse all-zero tail when growing).
+  /// Writes bytes at byte `offset`; the file grows as needed (a gap never
+  /// written reads as zeros) and the append position does not move.
+  bool writeAt(uint64_t offset, const void *data, size_t size,
+               DiagnosticEngine &diags);
+  /// Writes `size` bytes of the open file `srcFd` from `srcOffset` at byte
+  /// `offset`, copied by the kernel (copy_file_range, as cp does) where it
+  /// can, else from `srcData`, the same bytes in memory.
+  bool copyAt(uint64_t offset, int srcFd, uint64_t srcOffset,
+              const void *srcData, size_t size, DiagnosticEngine &diags);
+  /// Sets the file size (a sparse all-zero tail when growing) and appends
+  /// from there.
   bool resize(uint64_t size, DiagnosticEngine &diags);
-  /// Flushes, syncs and closes the file.
+  /// Syncs and closes the file.
   bool close(DiagnosticEngine &diags);
 
-  uint64_t size() const { return written; }
+  /// Whether the file is open.
+  bool isOpen() const { return fd >= 0; }
+  /// The file's size: the end of the furthest byte written, or the size
+  /// set by resize().
+  uint64_t size() const { return end; }
   const std::string &shownPath() const { return shown; }
 
 private:
   bool fail(DiagnosticEngine &diags, int err);
   std::string staged, shown;
-  FILE *file = nullptr;
-  uint64_t written = 0;
+  int fd = -1;
+  uint64_t appendAt = 0, end = 0;
 };
 
 } // namespace archc

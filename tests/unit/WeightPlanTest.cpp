@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
+#include "WeightBytes.h"
 
 #include "emit/weights/Quantize.h"
 #include "emit/weights/WeightPlan.h"
@@ -52,16 +53,6 @@ Written embedOne(WeightPlan &plan) {
   return {{t.dims().begin(), t.dims().end()}, t.raw_data()};
 }
 
-/// The bytes of [rows, cols] `in` (elements of `es` bytes) as [cols, rows].
-std::string transpose(const std::string &in, uint64_t rows, uint64_t cols,
-                      size_t es) {
-  std::string out(in.size(), '\0');
-  for (uint64_t r = 0; r < rows; ++r)
-    for (uint64_t c = 0; c < cols; ++c)
-      std::memcpy(&out[(c * rows + r) * es], &in[(r * cols + c) * es], es);
-  return out;
-}
-
 /// A safetensors file: the JSON header padded to 8 bytes, then the data.
 std::string safetensorsFile(std::string header, const std::string &data) {
   while ((8 + header.size()) % 8)
@@ -92,7 +83,7 @@ TEST(WeightPlan, RandomTransposedIsTheTransposeOfTheSameValues) {
     EXPECT_EQ(a.dims, (std::vector<int64_t>{c.rows, c.cols}));
     EXPECT_EQ(b.dims, (std::vector<int64_t>{c.cols, c.rows}));
     ASSERT_EQ(a.bytes.size(), static_cast<size_t>(c.rows * c.cols) * es);
-    EXPECT_TRUE(b.bytes == transpose(a.bytes, c.rows, c.cols, es))
+    EXPECT_TRUE(b.bytes == test::transpose(a.bytes, c.rows, c.cols, es))
         << c.rows << "x" << c.cols;
   }
 }

@@ -14,7 +14,12 @@ constexpr uint64_t kAlign = 64;
 } // namespace
 
 std::string externalDataName(const std::string &modelFile, unsigned index) {
-  return modelFile + "_data" + (index ? "_" + std::to_string(index) : "");
+  std::string name = modelFile + "_data";
+  if (index) {
+    name += '_';
+    name += std::to_string(index);
+  }
+  return name;
 }
 
 bool isExternalDataOf(const std::string &modelFile, const std::string &name) {
@@ -37,63 +42,101 @@ ExternalDataWriter::ExternalDataWriter(OutputSet &set, std::string relDir,
       limit(chunkLimit ? chunkLimit : kDefaultDataChunkBytes),
       layout(layoutOnly), progress(progress) {}
 
+bool ExternalDataWriter::closeFile(size_t i, DiagnosticEngine &diags) {
+  StagedFile &f = streams[i];
+  if (!f.isOpen())
+    return true;
+  // The layout's sparse size, or the alignment padding of a last region
+  // that was never written.
+  if (f.size() < ends[i] && !f.resize(ends[i], diags))
+    return false;
+  return f.close(diags);
+}
+
 bool ExternalDataWriter::openChunk(DiagnosticEngine &diags) {
-  if (!names.empty()) {
-    ends.push_back(offset);
-    if (layout && !current.resize(offset, diags))
-      return false;
-    if (!current.close(diags))
-      return false;
-  }
+  if (!names.empty())
+    ends.back() = offset;
   std::string name =
       externalDataName(modelFile, static_cast<unsigned>(names.size()));
   std::string rel = (std::filesystem::path(relDir) / name).string();
   names.push_back(name);
+  ends.push_back(0);
   offset = 0;
-  return current.open(set.stage(rel), set.finalPath(rel), diags);
+  streams.emplace_back();
+  return streams.back().open(set.stage(rel), set.finalPath(rel), diags);
 }
 
-bool ExternalDataWriter::place(uint64_t bytes, std::string &location,
-                               uint64_t &off, DiagnosticEngine &diags) {
+bool ExternalDataWriter::place(uint64_t bytes, DataRegion &region,
+                               DiagnosticEngine &diags) {
   uint64_t pad = (kAlign - offset % kAlign) % kAlign;
   if (names.empty() || (offset > 0 && offset + pad + bytes > limit)) {
     if (!openChunk(diags))
       return false;
     pad = 0;
   }
-  if (pad && !layout) {
-    static const uint8_t zeros[kAlign] = {};
-    if (!current.write(zeros, pad, diags))
-      return false;
-  }
-  offset += pad;
-  location = names.back();
-  off = offset;
-  offset += bytes;
+  region.file = static_cast<unsigned>(names.size() - 1);
+  region.offset = offset + pad;
+  region.bytes = bytes;
+  offset += pad + bytes;
+  ends.back() = offset;
+  return true;
+}
+
+bool ExternalDataWriter::place(uint64_t bytes, std::string &location,
+                               uint64_t &off, DiagnosticEngine &diags) {
+  if (!place(bytes, last, diags))
+    return false;
+  lastFill = 0;
+  location = names[last.file];
+  off = last.offset;
   return true;
 }
 
 bool ExternalDataWriter::write(const uint8_t *data, uint64_t size,
                                DiagnosticEngine &diags) {
-  if (!current.write(data, size, diags))
+  if (!writeAt(last, lastFill, data, size, diags))
+    return false;
+  lastFill += size;
+  return true;
+}
+
+bool ExternalDataWriter::writeAt(const DataRegion &region, uint64_t at,
+                                 const uint8_t *data, uint64_t size,
+                                 DiagnosticEngine &diags) {
+  if (!streams[region.file].writeAt(region.offset + at, data, size, diags))
     return false;
   if (progress)
     progress->advance(size);
   return true;
 }
 
-bool ExternalDataWriter::finish(DiagnosticEngine &diags) {
-  if (names.empty()) { // a model without initializers has no data file
-    if (progress)
-      progress->finish();
-    return true;
-  }
-  ends.push_back(offset);
-  if (layout && !current.resize(offset, diags))
+bool ExternalDataWriter::copyAt(const DataRegion &region, uint64_t at,
+                                int srcFd, uint64_t srcOffset,
+                                const uint8_t *data, uint64_t size,
+                                DiagnosticEngine &diags) {
+  if (!streams[region.file].copyAt(region.offset + at, srcFd, srcOffset, data,
+                                   size, diags))
     return false;
   if (progress)
+    progress->advance(size);
+  return true;
+}
+
+bool ExternalDataWriter::settle(DiagnosticEngine &diags) {
+  for (size_t i = 0; i + 1 < streams.size(); ++i)
+    if (!closeFile(i, diags))
+      return false;
+  return true;
+}
+
+bool ExternalDataWriter::finish(DiagnosticEngine &diags) {
+  if (progress)
     progress->finish();
-  return current.close(diags);
+  // A model without initializers has no data file.
+  for (size_t i = 0; i < streams.size(); ++i)
+    if (!closeFile(i, diags))
+      return false;
+  return true;
 }
 
 } // namespace archc

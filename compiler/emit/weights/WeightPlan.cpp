@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdlib>
 #include <cstring>
 
 namespace archc {
@@ -23,9 +24,14 @@ using namespace weights;
 
 WeightPlan::WeightPlan(WeightSource source, const Checkpoint *ckpt,
                        uint64_t seed, const ir::CheckpointQuant &ckptQuant)
-    : source(source), ckpt(ckpt), seed(seed), ckptQuant(ckptQuant) {
+    : source(source), ckpt(ckpt), seed(seed), ckptQuant(ckptQuant),
+      tile(kDefaultTileBytes), scratch(std::make_unique<weights::Scratch>()) {
   if (source == WeightSource::Checkpoint && ckpt)
     binder = std::make_unique<CheckpointBinder>(*ckpt, ckptQuant);
+  // Tests bind with tiles of a few elements: every band and tile edge.
+  if (const char *env = std::getenv("ARCHC_WEIGHT_TILE_BYTES"))
+    if (uint64_t bytes = std::strtoull(env, nullptr, 10))
+      tile = bytes;
 }
 
 WeightPlan::~WeightPlan() = default;

@@ -7,19 +7,22 @@
 // their data: streamed from the memory-mapped checkpoint with dtype
 // conversion or dequantization, generated (random/zeros), or left as a
 // sparse all-zero layout. Memory stays bounded by fixed-size buffers,
-// whatever the model size, except that a matrix stored transposed (a dense
-// Linear weight written [in, out], a transposed expert stack's member) is
-// held alone in memory while it is transposed.
+// whatever the size of the model or of its largest tensor: chunks of 1 Mi
+// elements, and one tile of the transposes and gathers (`tileBytes`, 32 MiB
+// by default) -- a matrix stored transposed (a dense Linear weight written
+// [in, out], a transposed expert stack's member, an expert block read
+// across a checkpoint stack) is written in bands of rows or columns, never
+// held whole (WeightStreams.cpp).
 //
 // A weight may also be stored block-quantized (`--quant`): its codes,
 // scales and zero points are regions of the external data named after it
 // (`<name>.qweight`, `<name>.scales`, `<name>.zero_points`), each placed
 // by the ExternalDataWriter on its own, so one weight's regions may lie in
-// different chunk files. A stacked
-// [E, N, K] expert tensor is quantized per expert along K into one region
-// of [E, N, blocks, blob] codes; each expert's MatMulNBits reads its slice
-// through its own initializer (`<name>.<e>.qweight`, an external-data view
-// of the same bytes), and a stacked-expert dispatch can read the whole
+// different chunk files; the three are written side by side, a row at a
+// time. A stacked [E, N, K] expert tensor is quantized per expert along K into
+// one region of [E, N, blocks, blob] codes; each expert's MatMulNBits reads its
+// slice through its own initializer (`<name>.<e>.qweight`, an external-data
+// view of the same bytes), and a stacked-expert dispatch can read the whole
 // region as one [E, N, K / pack] tensor (QMoE's layout).
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +37,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -42,11 +46,15 @@
 
 namespace archc {
 
+enum class WeightSource { Checkpoint, Random, Zeros, Layout };
+
 namespace weights {
-class RowQuantizer;
+class RegionSink;
+class Scratch;
 } // namespace weights
 
-enum class WeightSource { Checkpoint, Random, Zeros, Layout };
+/// The default bytes of one transpose or gather tile.
+constexpr uint64_t kDefaultTileBytes = uint64_t(32) << 20;
 
 /// Where an emission's weight bytes come from: the checkpoint at `weights`
 /// (opened into `ckpt`), generated data (`init`: "random" or "zeros"), or
@@ -94,8 +102,8 @@ public:
   /// returns the initializer name. With `transposed` the weight is a 2-D
   /// [out, in] matrix (its checkpoint shape, `type`) stored transposed as
   /// an [in, out] initializer of the same name: its data (from any source,
-  /// converted or dequantized first) is transposed as it is written, one
-  /// tensor held in memory at a time. Every reader of one weight must ask
+  /// converted or dequantized first) is transposed as it is written, in
+  /// tiles of tileBytes(). Every reader of one weight must ask
   /// for the same orientation. With `storedDims` the initializer has those
   /// dims instead (the same elements in the same order: a reshaped view of
   /// the checkpoint tensor); every reader must ask for the same dims.
@@ -108,7 +116,7 @@ public:
   /// `memberType`; the members are bound, validated and streamed one after
   /// the other into the stacked tensor's data. With `transposed` the
   /// members are matrices stored transposed ([E, in, out] from [out, in]
-  /// tensors; one member is held in memory while it is transposed).
+  /// tensors; each transposed in tiles, as by use()).
   /// Returns the initializer name.
   const std::string &useStacked(const std::string &name,
                                 const std::vector<std::string> &members,
@@ -120,14 +128,14 @@ public:
   /// members[e * G .. e * G + G - 1] (each of type `memberType`, [rows,
   /// cols]): row r * G + j of the slice is row r of member j. ONNX
   /// Runtime's MoE reads SwiGLU experts so (gate and up rows alternating,
-  /// swiglu_fusion = 1). One expert's G members are held in memory while
-  /// they are interleaved. Returns the initializer name.
+  /// swiglu_fusion = 1). The members are read a band of rows at a time.
+  /// Returns the initializer name.
   ///
   /// With `parts` P > 1 each expert's (interleaved) matrix is cut into P
   /// equal blocks along `axis` (0: rows, 1: columns) and the stack holds
   /// the P * E blocks part-major, [P * E, ...]: entry p * E + e is block p
-  /// of expert e. An expert's matrix is then produced P times (once per
-  /// block), still one expert in memory at a time.
+  /// of expert e. An expert's members are then read P times (once per
+  /// block).
   const std::string &
   useInterleavedStack(const std::string &name,
                       const std::vector<std::string> &members,
@@ -162,8 +170,9 @@ public:
   /// expert by expert as `layout` says: [P * E, rows, cols] (or [P * E,
   /// rows]) whose entry p * E + e is block p of expert e. With G > 1
   /// sources an expert's matrix alternates their (transposed) rows: row r *
-  /// G + j is row r of source j (separate gate and up stacks). One expert's
-  /// matrices are held in memory at a time; the sources are read P times.
+  /// G + j is row r of source j (separate gate and up stacks). A block is
+  /// made a tile of rows at a time (a transposed one from the columns of
+  /// its source rows); the sources are read P times.
   /// Returns the initializer name.
   const std::string &useExpertBlocks(const std::string &name,
                                      const std::vector<StackSource> &sources,
@@ -183,8 +192,8 @@ public:
 
   /// Stores a stack registered by useInterleavedStack or useExpertBlocks
   /// block-quantized instead of as floats: each of its `layout.experts`
-  /// [rows, cols] entries is quantized along cols, as it is produced (one
-  /// expert's matrices in memory, as for the floats). Returns the views
+  /// [rows, cols] entries is quantized along cols, a row at a time as it
+  /// is produced (as for the floats). Returns the views
   /// of the whole stack, its codes read as `read` says (QMoE's [E, N,
   /// blocks * blob] by default).
   QuantizedRef quantizeStack(const std::string &name,
@@ -229,6 +238,12 @@ public:
 
   /// Total bytes of weight data (without alignment padding).
   uint64_t totalBytes() const;
+
+  /// The bytes of one transpose or gather tile: kDefaultTileBytes, or the
+  /// environment's ARCHC_WEIGHT_TILE_BYTES (tests make tiles of a few
+  /// elements; the bytes written are the same for any size).
+  uint64_t tileBytes() const { return tile; }
+  void setTileBytes(uint64_t bytes) { tile = bytes ? bytes : 1; }
 
 private:
   struct View {
@@ -277,6 +292,9 @@ private:
   bool allowOverflow = false;
   std::vector<Entry> entries;
   std::map<std::string, size_t> index;
+  uint64_t tile;
+  /// The producers' buffers, reused from tensor to tensor.
+  std::unique_ptr<weights::Scratch> scratch;
 
   Entry &entryFor(const std::string &name, const ir::TensorType &type);
   /// Stores `n` floats of weight `name` (elements from `first`) as `dtype`;
@@ -284,60 +302,46 @@ private:
   bool storeChecked(uint8_t *out, const float *in, uint64_t n, ir::DType dtype,
                     const std::string &name, uint64_t first,
                     DiagnosticEngine &diags) const;
-  /// Quantizes row `r` of weight `name`; reports a non-finite value or an
-  /// overflowing scale.
-  bool quantizeChecked(weights::RowQuantizer &q, const float *row, uint64_t r,
-                       uint8_t *codes, const std::string &name,
-                       DiagnosticEngine &diags) const;
   std::unique_ptr<FloatSource> valuesOf(const Entry &e) const;
   uint64_t regionBytes(const Entry &e, int region) const;
 
-  /// Produces the bytes of one region of an entry in chunks, calling
-  /// `sink` for each.
-  template <typename Sink>
-  bool produce(const Entry &e, int region, DiagnosticEngine &diags,
-               WeightStats &stats, Sink &&sink) const;
+  /// One tensor's elements in its stored dtype, read by ranges
+  /// (WeightStreams.cpp).
+  struct Elements;
   /// The entry of one member of a stacked entry.
   Entry memberEntry(const Entry &stacked, size_t i) const;
-  /// One tensor's bytes (not stacked).
-  template <typename Sink>
-  bool produceTensor(const Entry &e, DiagnosticEngine &diags,
-                     WeightStats &stats, Sink &&sink) const;
-  /// One 2-D tensor's bytes written transposed ([cols, rows] of its
-  /// [rows, cols]): produced whole into memory, then written in chunks.
-  template <typename Sink>
-  bool produceTransposed(const Entry &e, DiagnosticEngine &diags,
-                         WeightStats &stats, Sink &&sink) const;
-  /// One expert's matrix of an interleaved or part-major stack, produced
-  /// whole into `matrix` with its members' rows alternating.
-  bool produceExpertMatrix(const Entry &stacked, size_t expert,
-                           DiagnosticEngine &diags, WeightStats &stats,
-                           std::vector<uint8_t> &matrix) const;
   /// Checkpoint stack i of a useExpertBlocks entry.
   Entry blockSource(const Entry &e, size_t i) const;
-  /// A useExpertBlocks stack, block by block.
-  template <typename Sink>
+
+  // The producers append an entry's bytes to a sink (WeightStreams.cpp:
+  // float data; WeightWriter.cpp: the dispatch and quantized data).
+  /// One tensor's bytes (not stacked), in chunks.
+  bool produceTensor(const Entry &e, DiagnosticEngine &diags,
+                     WeightStats &stats, weights::RegionSink &sink) const;
+  /// One 2-D tensor's bytes written transposed ([cols, rows] of its
+  /// [rows, cols]): tiles of output rows gathered from the columns of bands
+  /// of source rows, or, into a sink that writes at offsets, bands of
+  /// source rows whose columns are written at their places.
+  bool produceTransposed(const Entry &e, DiagnosticEngine &diags,
+                         WeightStats &stats, weights::RegionSink &sink) const;
+  /// A useExpertBlocks stack, block by block, in bands of rows.
   bool produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
-                           WeightStats &stats, Sink &&sink) const;
-  /// An interleaved or part-major stack, expert matrix by expert matrix.
-  template <typename Sink>
+                           WeightStats &stats, weights::RegionSink &sink) const;
+  /// An interleaved or part-major stack, in bands of its rows.
   bool produceInterleaved(const Entry &stacked, DiagnosticEngine &diags,
-                          WeightStats &stats, Sink &&sink) const;
-  template <typename Sink>
+                          WeightStats &stats, weights::RegionSink &sink) const;
   bool producePlain(const Entry &e, DiagnosticEngine &diags, WeightStats &stats,
-                    Sink &&sink) const;
+                    weights::RegionSink &sink) const;
   /// Quantizes the rows of a stack made of other tensors (quantizeStack)
   /// as producePlain produces them, row-major [E, N, K] in `e.type.dtype`.
-  template <typename Sink>
   bool quantizeProducedRows(const Entry &e, DiagnosticEngine &diags,
-                            WeightStats &stats, Sink &&codes,
-                            std::vector<uint8_t> &scales,
-                            std::vector<uint8_t> &zeroPoints) const;
-  template <typename Sink>
+                            WeightStats &stats, weights::RegionSink &codes,
+                            weights::RegionSink &scales,
+                            weights::RegionSink &zeroPoints) const;
   bool produceQuantized(const Entry &e, DiagnosticEngine &diags,
-                        WeightStats &stats, Sink &&codes,
-                        std::vector<uint8_t> &scales,
-                        std::vector<uint8_t> &zeroPoints) const;
+                        WeightStats &stats, weights::RegionSink &codes,
+                        weights::RegionSink &scales,
+                        weights::RegionSink &zeroPoints) const;
 };
 
 /// The weight plan of module `m`'s emission: bytes from `source` (`ckpt`
