@@ -19,6 +19,8 @@ import os
 import struct
 import sys
 
+from weight_listing import read_listing
+
 
 def main():
     args = sys.argv[1:]
@@ -36,12 +38,7 @@ def main():
             opts[k] = v
     size = {"F32": 4, "F16": 2, "BF16": 2}[opts["dtype"]]
     tensors = []
-    for line in sys.stdin:
-        line = line.strip()
-        if not line or line.startswith("//"):
-            continue
-        name, rest = line.split(" ", 1)
-        shape = json.loads(rest[: rest.index("]") + 1])
+    for name, shape in read_listing(sys.stdin):
         if name in opts["drop"]:
             continue
         if name in opts["reshape"]:

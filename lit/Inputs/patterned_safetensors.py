@@ -12,6 +12,8 @@ import json
 import struct
 import sys
 
+from weight_listing import read_listing
+
 PERIOD = 251
 
 
@@ -27,14 +29,7 @@ def main():
     out = sys.argv[1]
     dtype = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--dtype" else "BF16"
     size = {"F32": 4, "BF16": 2}[dtype]
-    tensors = []
-    for line in sys.stdin:
-        line = line.strip()
-        if not line or line.startswith("//"):
-            continue
-        name, rest = line.split(" ", 1)
-        tensors.append((name, json.loads(rest[: rest.index("]") + 1])))
-    tensors.sort()
+    tensors = sorted(read_listing(sys.stdin))
     header, offset = {}, 0
     for name, shape in tensors:
         n = 1
