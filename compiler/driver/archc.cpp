@@ -12,6 +12,7 @@
 #include "support/VerifyDiagnostics.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -38,6 +39,9 @@ static bool flushStdout() {
 }
 
 int main(int argc, char **argv) {
+  // A closed pipe on standard output is a write error (EPIPE, exit 1 with a
+  // message), not a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   Options opts;
   int exitCode = 1;
   if (!parseOptions(argc, argv, opts, exitCode)) {

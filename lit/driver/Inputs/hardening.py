@@ -23,6 +23,9 @@
       path, kind and the SHA-256 of its bytes (to compare before and after)
   hardening.py big-json OUT BYTES
       a valid JSON object padded to BYTES bytes
+  hardening.py closed-pipe COMMAND ARGS...
+      runs COMMAND with its standard output a pipe nobody reads (closed at
+      once) and exits with its code (128 + N for signal N)
   hardening.py list N COMMAND ARGS...
       runs COMMAND with every "@LIST" in ARGS replaced by "1,2,...,N"
       (lists too long to write in a test) and exits with its code
@@ -134,10 +137,22 @@ def run_list(n, command):
     sys.exit(subprocess.call([a.replace("@LIST", values) for a in command]))
 
 
+def run_closed_pipe(command):
+    # The reader is gone before the command starts: every write fails
+    # (EPIPE; SIGPIPE where it is not ignored). The child gets SIGPIPE's
+    # default disposition back (restore_signals), as from a shell.
+    r, w = os.pipe()
+    os.close(r)
+    rc = subprocess.call(command, stdout=w)
+    sys.exit(rc if rc >= 0 else 128 - rc)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "list":
         run_list(args[0], args[1:])
+    if cmd == "closed-pipe":
+        run_closed_pipe(args)
     {"poke": lambda: poke(*args),
      "nested-dtype": lambda: nested_dtype(*args),
      "dup-header": lambda: dup_header(*args),
