@@ -156,6 +156,25 @@ bool checkOutputsAgainstInputs(const Options &o) {
         return false;
       }
     }
+    // A subfolder of the output that is a symlink into an input folder
+    // (onnx/ -> the checkpoint) would take the model's files there.
+    for (const auto &entry : fs::directory_iterator(o.output, ec)) {
+      std::error_code lec;
+      if (!entry.is_symlink(lec) || !fs::is_directory(entry.path(), lec))
+        continue;
+      std::string sub = realPath(entry.path().string());
+      for (const auto &[folder, what] : folders) {
+        std::string in = realPath(folder);
+        if (in == sub || pathWithin(in, sub)) {
+          fmt::print(stderr,
+                     "archc: error: '{}' in -o '{}' is a symlink to {}; the "
+                     "model folder's files would be written there: choose "
+                     "another output folder\n",
+                     entry.path().filename().string(), o.output, what);
+          return false;
+        }
+      }
+    }
   }
   // Single files: -o and --plot never name a file the run reads.
   std::vector<std::pair<std::string, std::string>> files = {
