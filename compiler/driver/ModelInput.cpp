@@ -69,8 +69,11 @@ bool resolveModelInput(Options &o) {
   }
   o.config = config.string();
   o.modelDir = dir;
-  if (o.emit == EmitTarget::Onnx && o.weights.empty() && !o.initGiven) {
-    if (!folderHasWeights(dir)) {
+  // Its safetensors are the weights -emit=onnx binds and the bytes
+  // -emit=profile counts (a quantized checkpoint's real bytes).
+  if (o.weights.empty() && !o.initGiven) {
+    bool hasWeights = folderHasWeights(dir);
+    if (o.emit == EmitTarget::Onnx && !hasWeights) {
       // A model of zeros is never what a folder without weights asked for.
       fmt::print(stderr,
                  "archc: error: model folder '{}' holds no weights (no "
@@ -80,7 +83,9 @@ bool resolveModelInput(Options &o) {
                  dir);
       return false;
     }
-    o.weights = dir;
+    if ((o.emit == EmitTarget::Onnx || o.emit == EmitTarget::Profile) &&
+        hasWeights)
+      o.weights = dir;
   }
   return true;
 }
