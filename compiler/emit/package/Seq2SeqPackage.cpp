@@ -289,24 +289,18 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
   addSeq2SeqClientFields(outConfig, decoder);
   if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
     return false;
-  // generation_config.json: the input folder's, byte for byte; else the
-  // token ids, with the decoder's start token.
-  nlohmann::json generation = nullptr;
-  if (!opts.inputDir.empty())
-    generation =
-        readJsonIfPresent(fs::path(opts.inputDir) / "generation_config.json");
-  if (generation.is_object()) {
-    std::error_code ec;
-    fs::path from = fs::path(opts.inputDir) / "generation_config.json";
-    fs::copy_file(from, set.stage("generation_config.json"), ec);
-    if (ec) {
-      diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
-                  from.string(), set.finalPath("generation_config.json"),
-                  ec.message());
-      return false;
-    }
-  } else {
+  // generation_config.json: the input folder's, byte for byte (under the
+  // side-file rule); else the token ids, with the decoder's start token.
+  nlohmann::json generation = readInputGenerationConfig(opts.inputDir, diags);
+  SideFileCopy copied =
+      opts.inputDir.empty()
+          ? SideFileCopy::Absent
+          : copySideFile(set, opts.inputDir, "generation_config.json", diags);
+  if (copied == SideFileCopy::Failed)
+    return false;
+  if (!generation.is_object())
     generation = generationConfig(nullptr, config);
+  if (copied == SideFileCopy::Absent) {
     auto start = config.find("decoder_start_token_id");
     if (start != config.end() && !start->is_null())
       generation["decoder_start_token_id"] = *start;
@@ -332,18 +326,9 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
     std::vector<std::string> copy = tokenizerFileNames();
     for (const std::string &n : processorFiles())
       copy.push_back(n);
-    for (const std::string &name : copy) {
-      fs::path from = fs::path(opts.inputDir) / name;
-      std::error_code ec;
-      if (!fs::is_regular_file(from, ec))
-        continue;
-      fs::copy_file(from, set.stage(name), ec);
-      if (ec) {
-        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
-                    from.string(), set.finalPath(name), ec.message());
+    for (const std::string &name : copy)
+      if (copySideFile(set, opts.inputDir, name, diags) == SideFileCopy::Failed)
         return false;
-      }
-    }
   }
   // Earlier data files of these model files that this emission does not
   // write.
