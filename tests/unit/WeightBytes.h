@@ -14,8 +14,8 @@
 namespace archc::test {
 
 /// The bytes of [rows, cols] `in` (elements of `es` bytes) as [cols, rows].
-inline std::string transpose(const std::string &in, uint64_t rows, uint64_t cols,
-                      size_t es) {
+inline std::string transpose(const std::string &in, uint64_t rows,
+                             uint64_t cols, size_t es) {
   std::string out(in.size(), '\0');
   for (uint64_t r = 0; r < rows; ++r)
     for (uint64_t c = 0; c < cols; ++c)

@@ -97,8 +97,8 @@ Bytes external(WeightPlan &plan, uint64_t chunk) {
 /// A safetensors file of BF16 tensors (name, shape), element i of tensor t
 /// the bf16 of (t + 1) * 0.5 + i * 0.25 modulo a period that is no
 /// divisor of the rows (a transpose differs from its source).
-std::string bf16File(const std::vector<std::pair<std::string,
-                                                 std::vector<int64_t>>> &ts) {
+std::string
+bf16File(const std::vector<std::pair<std::string, std::vector<int64_t>>> &ts) {
   std::string header = "{", data;
   for (size_t t = 0; t < ts.size(); ++t) {
     int64_t n = 1;
@@ -155,8 +155,8 @@ TEST(WeightTiles, TransposeIsTheSameForEveryTileSize) {
     ASSERT_TRUE(plain.validate(diags, path));
     Bytes stored = embedded(plain);
     auto make = [&](uint64_t tile) {
-      auto plan = std::make_unique<WeightPlan>(WeightSource::Checkpoint, &ckpt,
-                                               0);
+      auto plan =
+          std::make_unique<WeightPlan>(WeightSource::Checkpoint, &ckpt, 0);
       plan->setTileBytes(tile);
       // A small tensor first: the stack's members start past other bytes.
       plan->use("odd", tensor(dt, {37, 53}));

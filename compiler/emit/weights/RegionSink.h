@@ -33,8 +33,8 @@ public:
   /// Appends bytes that are also `n` bytes of the open file `fd` from
   /// `offset` (a checkpoint's own bytes): a file sink has the kernel copy
   /// them.
-  virtual bool appendCopy(const uint8_t *p, uint64_t n, int fd,
-                          uint64_t offset, DiagnosticEngine &d) {
+  virtual bool appendCopy(const uint8_t *p, uint64_t n, int fd, uint64_t offset,
+                          DiagnosticEngine &d) {
     (void)fd;
     (void)offset;
     return append(p, n, d);

@@ -49,16 +49,15 @@ struct WeightPlan::Elements {
     src = stored && !stored->quantized() ? stored->data : nullptr;
     inSize = src ? stDTypeSize(src->dtype) : 0;
     if (wantFloat &&
-        (!src ||
-         !((src->dtype == StDType::F32 && dtype == ir::DType::F32) ||
-           (src->dtype == StDType::F16 && dtype == ir::DType::F16) ||
-           (src->dtype == StDType::BF16 && dtype == ir::DType::BF16))))
+        (!src || !((src->dtype == StDType::F32 && dtype == ir::DType::F32) ||
+                   (src->dtype == StDType::F16 && dtype == ir::DType::F16) ||
+                   (src->dtype == StDType::BF16 && dtype == ir::DType::BF16))))
       if (stored || plan.source != WeightSource::Checkpoint)
         values = plan.valuesOf(e);
     uint64_t n = numElements(e.shape);
     if (stored && n)
-      sourceBytes = static_cast<double>(stored->data->size) /
-                    static_cast<double>(n);
+      sourceBytes =
+          static_cast<double>(stored->data->size) / static_cast<double>(n);
   }
 
   /// Elements [start, start + count) into `out` (count * es bytes).
@@ -79,8 +78,7 @@ struct WeightPlan::Elements {
       }
     } else if (src) {
       const uint8_t *in = src->data + start * inSize;
-      if (wantFloat ||
-          (src->dtype == StDType::I64 && dtype == ir::DType::I64))
+      if (wantFloat || (src->dtype == StDType::I64 && dtype == ir::DType::I64))
         std::memcpy(out, in, count * es);
       else
         for (uint64_t i = 0; i < count; ++i)
@@ -138,9 +136,7 @@ struct WeightPlan::Elements {
   }
 
   /// Checkpoint bytes read so far.
-  uint64_t bytesRead() const {
-    return raw + (values ? values->bytesRead : 0);
-  }
+  uint64_t bytesRead() const { return raw + (values ? values->bytesRead : 0); }
 
   const WeightPlan &plan;
   std::string name;
@@ -159,9 +155,9 @@ bool WeightPlan::produceTensor(const Entry &e, DiagnosticEngine &diags,
                                WeightStats &stats, RegionSink &sink) const {
   Elements el(*this, e);
   const uint64_t n = numElements(e.shape);
-  uint8_t *buf =
-      el.copies() ? nullptr
-                  : scratch->bytes(1, std::min(n, kChunkElems) * el.es);
+  uint8_t *buf = el.copies()
+                     ? nullptr
+                     : scratch->bytes(1, std::min(n, kChunkElems) * el.es);
   for (uint64_t start = 0; start < n; start += kChunkElems) {
     uint64_t count = std::min(kChunkElems, n - start);
     // The checkpoint's own bytes go from the mapping to the sink.
@@ -192,8 +188,8 @@ namespace {
 /// tile maps their pages again) and appended.
 template <typename Elements>
 bool transposeByColumns(Elements &el, uint64_t rows, uint64_t cols,
-                        uint64_t tileBytes, Scratch &scratch,
-                        RegionSink &sink, DiagnosticEngine &diags) {
+                        uint64_t tileBytes, Scratch &scratch, RegionSink &sink,
+                        DiagnosticEngine &diags) {
   const size_t es = el.es;
   const uint64_t T = std::clamp<uint64_t>(tileBytes / (rows * es), 1, cols);
   const uint64_t band = std::clamp<uint64_t>(kChunkElems / T, 1, rows);
@@ -242,12 +238,11 @@ bool transposeByRows(Elements &el, uint64_t rows, uint64_t cols,
         if (!el.read((k0 + k) * cols, cols, buf + k * bs * es, diags))
           return false;
       el.release(k0 * cols, n * cols);
-      transposeTile(buf, bs, tile + (k0 - r0) * es, ts, n, cols,
-                    es);
+      transposeTile(buf, bs, tile + (k0 - r0) * es, ts, n, cols, es);
     }
     for (uint64_t c = 0; c < cols; ++c)
-      if (!sink.writeAt(base + (c * rows + r0) * es, tile + c * ts * es,
-                        l * es, diags))
+      if (!sink.writeAt(base + (c * rows + r0) * es, tile + c * ts * es, l * es,
+                        diags))
         return false;
   }
   sink.skip(rows * cols * es);
@@ -270,9 +265,9 @@ bool WeightPlan::produceTransposed(const Entry &e, DiagnosticEngine &diags,
   const uint64_t L = std::clamp<uint64_t>(tile / (cols * es), 1, rows);
   bool byRows = T < cols && sink.positional() && el.sourceBytes > 0 &&
                 strided < kShortStridedRead && L > T;
-  if (!(byRows ? transposeByRows(el, rows, cols, tile, *scratch, sink, diags)
-               : transposeByColumns(el, rows, cols, tile, *scratch, sink,
-                                    diags)))
+  if (!(byRows
+            ? transposeByRows(el, rows, cols, tile, *scratch, sink, diags)
+            : transposeByColumns(el, rows, cols, tile, *scratch, sink, diags)))
     return false;
   stats.bytesRead += el.bytesRead();
   return true;
@@ -290,9 +285,9 @@ bool WeightPlan::produceInterleaved(const Entry &stacked,
   const Entry first = memberEntry(stacked, 0);
   const uint64_t memberCols = static_cast<uint64_t>(first.shape[1]);
   const size_t es = ir::dtypeBits(stacked.type.dtype) / 8;
-  const uint64_t band = std::clamp<uint64_t>(kChunkElems / std::max<uint64_t>(
-                                                               cols, 1),
-                                             1, std::max<uint64_t>(rows, 1));
+  const uint64_t band =
+      std::clamp<uint64_t>(kChunkElems / std::max<uint64_t>(cols, 1), 1,
+                           std::max<uint64_t>(rows, 1));
   uint8_t *buf = scratch->bytes(1, band * cols * es);
   for (uint64_t p = 0; p < parts; ++p)
     for (size_t x = 0; x < experts; ++x) {
@@ -344,8 +339,7 @@ struct LineRun {
 std::vector<LineRun> lineRuns(uint64_t a, uint64_t b, uint64_t g, bool halves,
                               uint64_t half) {
   std::vector<LineRun> runs;
-  auto add = [&](uint64_t j, uint64_t first, uint64_t stride,
-                 uint64_t fromOf) {
+  auto add = [&](uint64_t j, uint64_t first, uint64_t stride, uint64_t fromOf) {
     if (first < b)
       runs.push_back({j, fromOf, (b - 1 - first) / stride + 1, first, stride});
   };
@@ -405,10 +399,9 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
   // A tile of T rows of the block. Untransposed, each row is a run of one
   // source row; transposed, a tile reads the block's bCols source rows
   // (its columns) a group at a time, each the runs' spans of columns.
-  const uint64_t T =
-      l.transposed
-          ? std::clamp<uint64_t>(tile / (bCols * es), 1, bRows)
-          : std::clamp<uint64_t>(kChunkElems / bCols, 1, bRows);
+  const uint64_t T = l.transposed
+                         ? std::clamp<uint64_t>(tile / (bCols * es), 1, bRows)
+                         : std::clamp<uint64_t>(kChunkElems / bCols, 1, bRows);
   const uint64_t group = std::clamp<uint64_t>(kChunkElems / T, 1, bCols);
   const uint64_t outBytes = T * bCols * es;
   uint8_t *out = scratch->bytes(0, outBytes);
@@ -419,8 +412,7 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
       if (p > 0 && l.firstPartOnly) {
         std::memset(out, 0, outBytes);
         for (uint64_t done = 0; done < bRows; done += T)
-          if (!sink.append(out, std::min(T, bRows - done) * bCols * es,
-                           diags))
+          if (!sink.append(out, std::min(T, bRows - done) * bCols * es, diags))
             return false;
         continue;
       }
@@ -437,8 +429,7 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
             for (uint64_t i = 0; i < run.count; ++i) {
               values[run.j]->read(base + (run.from + i) * mc + c0, bCols,
                                   floats);
-              uint8_t *o = out + (run.out + i * run.stride - a) * bCols *
-                                            es;
+              uint8_t *o = out + (run.out + i * run.stride - a) * bCols * es;
               for (uint64_t c = 0; c < bCols; ++c)
                 storeFloat(o + c * es, floats[c], e.type.dtype);
             }
@@ -456,10 +447,9 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
                 values[run.j]->read(base + (k0 + k) * sc + run.from, run.count,
                                     floats + k * run.count);
               for (uint64_t i = 0; i < run.count; ++i) {
-                uint8_t *o = out +
-                             ((run.out + i * run.stride - a) * bCols +
-                              (k0 - c0)) *
-                                 es;
+                uint8_t *o =
+                    out +
+                    ((run.out + i * run.stride - a) * bCols + (k0 - c0)) * es;
                 for (uint64_t k = 0; k < kn; ++k)
                   storeFloat(o + k * es, floats[k * run.count + i],
                              e.type.dtype);
