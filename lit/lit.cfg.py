@@ -34,6 +34,10 @@ if ast_snapshot == "off":
     config.environment["ARCHC_AST_SNAPSHOT"] = "off"
 else:
     config.available_features.add("ast-snapshot")
+# archc built with ASan/UBSan: its peak memory is the sanitizers' (shadow memory,
+# quarantine), so tests of memory bounds are UNSUPPORTED there.
+if getattr(config, "archc_sanitized", "off") == "on":
+    config.available_features.add("sanitizer")
 import shutil
 if shutil.which("rsvg-convert"):
     config.available_features.add("rsvg-convert")

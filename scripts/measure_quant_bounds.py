@@ -5,7 +5,7 @@ Hugging Face's float logits each class must keep at each scheme
 (docs/testing.md, "Quantized models").
 
   measure_quant_bounds.py ARCHC [--shared ../shared] [--work DIR] [--out FILE]
-                          [--schemes int4,int8] [--cases CASE ...]
+                          [--schemes int4,int8] [--cases CASE ...] [--merge]
 
 For each scheme and fixture, tests/quant/run_quant_case.py runs with the
 scheme's options (those tests/CMakeLists.txt gives the quant.<scheme>.<case>
@@ -68,6 +68,8 @@ def main():
     ap.add_argument("--work", default="/tmp/archc-quant-bounds")
     ap.add_argument("--schemes", default="int4,int8")
     ap.add_argument("--cases", nargs="*")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep --out's other classes and measurements; replace those of --cases")
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "quant", "quant_bounds.json"))
     a = ap.parse_args()
     cases = a.cases or representatives(a.shared)
@@ -115,6 +117,12 @@ def main():
               f"{min(r['top1'] for r in s):.3f}; error / round-to-nearest's: all weights max "
               f"{max(r['rtn_total'] or 0 for r in s):.4f}, one matrix max "
               f"{max(r['rtn_worst_matrix'] or 0 for r in s):.4f}")
+    if a.merge and os.path.exists(a.out):
+        with open(a.out) as f:
+            old = json.load(f)
+        new = {(r["scheme"], r["case"]): r for r in rows}
+        kept = [new.pop((r["scheme"], r["case"]), r) for r in old["measured"]]
+        rows = kept + list(new.values())
     bounds = {}
     for r in rows:
         bounds.setdefault(r["cls"], {})[r["scheme"]] = {

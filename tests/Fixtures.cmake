@@ -15,6 +15,8 @@ set(ARCHC_HF_GOLDEN "${ARCHC_SHARED}/hf-golden" CACHE PATH
     "Hugging Face golden fixtures")
 set(ARCHC_HF_GOLDEN_VLM "${ARCHC_SHARED}/hf-golden-vlm" CACHE PATH
     "Hugging Face golden fixtures of vision-language models")
+set(ARCHC_PREQUANT "${ARCHC_SHARED}/prequant" CACHE PATH
+    "GPTQ, AWQ and compressed-tensors checkpoints (tests/quant)")
 option(ARCHC_REQUIRE_FIXTURES
        "Stop configuring when the shared fixtures, node or python are missing"
        ON)
@@ -31,7 +33,7 @@ function(archc_require what found hint)
   endif()
 endfunction()
 
-foreach(dir ${ARCHC_HF_GOLDEN} ${ARCHC_HF_GOLDEN_VLM})
+foreach(dir ${ARCHC_HF_GOLDEN} ${ARCHC_HF_GOLDEN_VLM} ${ARCHC_PREQUANT})
   set(present FALSE)
   if(EXISTS ${dir}/index.md)
     set(present TRUE)

@@ -8,7 +8,7 @@ SHARED/hf-golden: ort.<case>, ort.target-ort.<case>, f16.<case>,
 ref.selfcheck.<case>, tjs.<case>, and for one case of each family (the
 architectures[0] class) quant.int4.*, quant.int8.* and f16-ort.*; for every
 case of SHARED/hf-golden-vlm: vlm.<case>, vlm-f16.<case>,
-ref.selfcheck.vlm.<case>. tests/exclusions.txt may exclude a kind for a case
+ref.selfcheck.vlm.<case>; for every case of SHARED/prequant: prequant.<case>. tests/exclusions.txt may exclude a kind for a case
 ("KIND CASE reason") or a whole folder ("folder NAME reason"); any other
 fixture folder of SHARED is an error until it has tests or an exclusion.
 --list prints every fixture with the tests it has. Exit 0 when complete, 1
@@ -28,6 +28,7 @@ PER_CASE = {
     "hf-golden": ["ort.{}", "ort.target-ort.{}", "f16.{}", "ref.selfcheck.{}",
                   "tjs.{}"],
     "hf-golden-vlm": ["vlm.{}", "vlm-f16.{}", "ref.selfcheck.vlm.{}"],
+    "prequant": ["prequant.{}"],
 }
 PER_FAMILY = {"hf-golden": ["quant.int4.{}", "quant.int8.{}", "f16-ort.{}"]}
 

@@ -49,10 +49,34 @@ std::string shapeString(const std::vector<int64_t> &s) {
 }
 
 uint64_t StoredTensor::storedBytes() const {
+  if (packed)
+    return packed->storedBytes();
   return (data ? data->size : 0) + (scale ? scale->size : 0);
 }
 
+CheckpointBinder::CheckpointBinder(const Checkpoint &ckpt,
+                                   const ir::CheckpointQuant &q,
+                                   const PackedWeights *catalog)
+    : ckpt(ckpt), quant(q), packed(catalog) {
+  if (!packed) {
+    ownPacked = std::make_unique<PackedWeights>(ckpt, quant);
+    packed = ownPacked.get();
+  }
+}
+
 const StTensor *CheckpointBinder::sidecar(const std::string &name) {
+  // compressed-tensors: `X.weight_scale`.
+  if (quant.method == ir::CheckpointQuant::Method::CompressedTensors) {
+    const StTensor *s = ckpt.find(name + "_scale");
+    if (!s) {
+      badQuant.push_back(fmt::format("{}: the scale tensor '{}_scale' is "
+                                     "missing",
+                                     name, name));
+      return nullptr;
+    }
+    consumed.insert(s->name);
+    return s;
+  }
   std::string inv = name + "_scale_inv", dot = dotScaleName(name);
   const StTensor *a = ckpt.find(inv);
   const StTensor *b = dot.empty() ? nullptr : ckpt.find(dot);
@@ -74,7 +98,8 @@ const StTensor *CheckpointBinder::sidecar(const std::string &name) {
 }
 
 void CheckpointBinder::consumeSidecars(const std::string &name) {
-  for (const std::string &s : {name + "_scale_inv", dotScaleName(name)})
+  for (const std::string &s :
+       {name + "_scale_inv", dotScaleName(name), name + "_scale"})
     if (!s.empty() && ckpt.find(s))
       consumed.insert(s);
 }
@@ -85,7 +110,26 @@ CheckpointBinder::bindFp8(const std::string &name, const StTensor &w,
   // A weight that fails to bind takes its sidecars along (they are not
   // reported again as unused).
   consumeSidecars(name);
-  if (quant.method != ir::CheckpointQuant::Method::FP8) {
+  // compressed-tensors float-quantized: the module's config group says
+  // the scale's granularity (tensor, channel or block).
+  int64_t br = quant.blockRows, bc = quant.blockCols;
+  bool ct = quant.method == ir::CheckpointQuant::Method::CompressedTensors;
+  if (ct && shape.size() == 2) {
+    std::string module =
+        name.size() > 7 ? name.substr(0, name.size() - 7) : name;
+    std::string why;
+    const ir::WeightScheme *s = quant.schemeOf(module, &why);
+    if (!s || s->type != ir::WeightScheme::Type::Float) {
+      badQuant.push_back(fmt::format(
+          "{}: stored as F8_E4M3, but config.json's quantization_config {} "
+          "'{}' ({})",
+          name, s ? "gives an integer scheme to" : "leaves unquantized", module,
+          why));
+      return nullptr;
+    }
+    br = s->blockRows > 0 ? s->blockRows : s->group == 0 ? shape[0] : 1;
+    bc = s->blockRows > 0 ? s->blockCols : shape[1];
+  } else if (quant.method != ir::CheckpointQuant::Method::FP8) {
     badQuant.push_back(
         fmt::format("{}: stored as F8_E4M3 but config.json declares no fp8 "
                     "quantization_config",
@@ -107,13 +151,15 @@ CheckpointBinder::bindFp8(const std::string &name, const StTensor &w,
                     s->name, stDTypeName(s->dtype)));
     return nullptr;
   }
-  std::vector<int64_t> want = {ceilDiv(shape[0], quant.blockRows),
-                               ceilDiv(shape[1], quant.blockCols)};
-  if (s->shape != want) {
+  std::vector<int64_t> want = {ceilDiv(shape[0], br), ceilDiv(shape[1], bc)};
+  // One scale per tensor may be stored as [1] or [].
+  bool one =
+      want == std::vector<int64_t>{1, 1} && s->size == stDTypeSize(s->dtype);
+  if (s->shape != want && !(ct && one)) {
     badQuant.push_back(fmt::format(
         "{}: scale shape {}; weight '{}' {} in {}x{} blocks needs {}", s->name,
-        shapeString(s->shape), name, shapeString(shape), quant.blockRows,
-        quant.blockCols, shapeString(want)));
+        shapeString(s->shape), name, shapeString(shape), br, bc,
+        shapeString(want)));
     return nullptr;
   }
   StoredTensor t;
@@ -121,8 +167,8 @@ CheckpointBinder::bindFp8(const std::string &name, const StTensor &w,
   t.data = &w;
   t.scale = s;
   t.shape = shape;
-  t.blockRows = quant.blockRows;
-  t.blockCols = quant.blockCols;
+  t.blockRows = br;
+  t.blockCols = bc;
   return &(bound[name] = t);
 }
 
@@ -161,6 +207,37 @@ CheckpointBinder::bindFp4(const std::string &name, const StTensor &w,
   t.format = StoredTensor::Format::Fp4Packed;
   t.data = &w;
   t.scale = s;
+  t.shape = shape;
+  return &(bound[name] = t);
+}
+
+const StoredTensor *
+CheckpointBinder::bindPacked(const std::string &name,
+                             const std::vector<int64_t> &shape) {
+  const PackedWeight *w = packed->find(name, shape);
+  if (!w) {
+    misshaped.push_back(fmt::format("{}: stored as packed codes, model "
+                                    "expects {}",
+                                    name, shapeString(shape)));
+    return nullptr;
+  }
+  // Every tensor of the module's format is read, whether or not it binds.
+  const std::string &m = w->module;
+  for (const char *suffix :
+       {".qweight", ".qzeros", ".scales", ".g_idx", ".weight_packed",
+        ".weight_scale", ".weight_zero_point", ".weight_g_idx",
+        ".weight_shape"})
+    if (ckpt.find(m + suffix))
+      consumed.insert(m + suffix);
+  if (!w->problems.empty()) {
+    badQuant.insert(badQuant.end(), w->problems.begin(), w->problems.end());
+    return nullptr;
+  }
+  StoredTensor t;
+  t.format = StoredTensor::Format::Packed;
+  t.packed = w;
+  t.data = w->codes;
+  t.scale = w->scales;
   t.shape = shape;
   return &(bound[name] = t);
 }
@@ -231,6 +308,16 @@ const StoredTensor *CheckpointBinder::bind(const std::string &name,
   if (it != bound.end())
     return &it->second;
   const StTensor *t = ckpt.find(name);
+  if (wantFloat && packed->stores(name)) {
+    if (t) {
+      consumed.insert(name);
+      badQuant.push_back(fmt::format("{}: the checkpoint holds both this "
+                                     "float tensor and the module's codes",
+                                     name));
+      return nullptr;
+    }
+    return bindPacked(name, shape);
+  }
   if (!t) {
     if (wantFloat && ckpt.find(name + "_blocks"))
       return bindMxfp4(name, shape, inOut);
@@ -367,6 +454,8 @@ CheckpointBinder::source(const StoredTensor &t) const {
   case StoredTensor::Format::Fp4Packed:
     return fp4PackedSource(*t.data, df, *t.scale, ckpt.file(t.scale->file),
                            t.shape[1]);
+  case StoredTensor::Format::Packed:
+    return packed->values(*t.packed);
   case StoredTensor::Format::Mxfp4:
     return mxfp4Source(*t.data, df, *t.scale, ckpt.file(t.scale->file),
                        t.transposed ? t.shape[1] : t.shape[2], t.transposed);

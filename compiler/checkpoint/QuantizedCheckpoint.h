@@ -18,6 +18,11 @@
 //       may read transposed ([E, in, out], Hugging Face's dequantised
 //       gpt-oss layout).
 //
+//   gptq / awq / compressed-tensors pack-quantized integer codes
+//       (PackedWeights.h), and compressed-tensors float-quantized FP8:
+//       `X.weight` F8_E4M3 and `X.weight_scale` per tensor ([1]), channel
+//       ([out, 1]) or block.
+//
 // Missing, misshaped or unused scale sidecars, packed data of the wrong
 // size and quantized dtypes without a matching quantization_config are
 // errors naming the tensor.
@@ -26,6 +31,7 @@
 #ifndef ARCHC_EMIT_QUANTIZEDCHECKPOINT_H
 #define ARCHC_EMIT_QUANTIZEDCHECKPOINT_H
 
+#include "checkpoint/PackedWeights.h"
 #include "checkpoint/Safetensors.h"
 #include "checkpoint/TensorSource.h"
 #include "ir/WeightQuant.h"
@@ -40,8 +46,10 @@ namespace archc {
 
 /// How one logical weight is stored.
 struct StoredTensor {
-  enum class Format { Plain, Fp8Block, Fp4Packed, Mxfp4 };
+  enum class Format { Plain, Fp8Block, Fp4Packed, Mxfp4, Packed };
   Format format = Format::Plain;
+  /// Packed: GPTQ / AWQ / compressed-tensors integer codes.
+  const PackedWeight *packed = nullptr;
   const StTensor *data = nullptr;  ///< the tensor, codes or blocks
   const StTensor *scale = nullptr; ///< the scale sidecar (quantized only)
   std::vector<int64_t> shape;      ///< logical shape
@@ -55,8 +63,10 @@ struct StoredTensor {
 
 class CheckpointBinder {
 public:
-  CheckpointBinder(const Checkpoint &ckpt, const ir::CheckpointQuant &q)
-      : ckpt(ckpt), quant(q) {}
+  /// `packed` (optional) is the catalog of the checkpoint's integer codes
+  /// the storage decisions used; the binder makes its own otherwise.
+  CheckpointBinder(const Checkpoint &ckpt, const ir::CheckpointQuant &q,
+                   const PackedWeights *packed = nullptr);
 
   /// Binds the logical weight `name` [shape]; `inOut`: the model reads a
   /// stacked matrix as [in, out] (decides the MXFP4 orientation). Returns
@@ -89,6 +99,8 @@ public:
 private:
   const Checkpoint &ckpt;
   ir::CheckpointQuant quant;
+  std::unique_ptr<PackedWeights> ownPacked;
+  const PackedWeights *packed;
   std::map<std::string, StoredTensor> bound;
   std::set<std::string> consumed;
 
@@ -96,6 +108,8 @@ private:
                               const std::vector<int64_t> &shape);
   const StoredTensor *bindFp4(const std::string &name, const StTensor &w,
                               const std::vector<int64_t> &shape);
+  const StoredTensor *bindPacked(const std::string &name,
+                                 const std::vector<int64_t> &shape);
   const StoredTensor *bindMxfp4(const std::string &name,
                                 const std::vector<int64_t> &shape, bool inOut);
   /// The scale sidecar of `name` (`name_scale_inv`, or `X.scale` for

@@ -155,7 +155,7 @@ public:
   Fp8BlockSource(const StTensor &w, const MappedFile &wf, const StTensor &s,
                  const MappedFile &sf, int64_t br, int64_t bc)
       : w(w), wf(wf), s(s), sf(sf), br(br), bc(bc), cols(w.shape[1]),
-        scaleCols(s.shape[1]) {}
+        scaleCols((w.shape[1] + bc - 1) / bc) {}
   void read(uint64_t start, uint64_t count, float *out) override {
     const float *table = e4m3Table().v;
     // Runs of one block row segment share a scale.

@@ -98,7 +98,8 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
       text << "// checkpoint format: quantization_config.quant_method "
            << (*qc)["quant_method"].dump()
            << "; the tensors above are the dequantised layout (binding "
-              "reads fp8 / fp4 / mxfp4 tensors and their scales)\n";
+              "reads fp8 / fp4 / mxfp4 tensors and their scales, and gptq / "
+              "awq / compressed-tensors codes)\n";
     break;
   }
   case EmitTarget::Profile: {

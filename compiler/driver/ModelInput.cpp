@@ -181,8 +181,10 @@ bool resolveModelInput(Options &o) {
   }
   o.config = config.string();
   o.modelDir = dir;
-  if (o.emit == EmitTarget::Onnx && o.weights.empty() && !o.initGiven &&
-      folderHasWeights(dir))
+  // Its safetensors are the weights -emit=onnx binds and the bytes
+  // -emit=profile counts (a quantized checkpoint's real bytes).
+  if ((o.emit == EmitTarget::Onnx || o.emit == EmitTarget::Profile) &&
+      o.weights.empty() && !o.initGiven && folderHasWeights(dir))
     o.weights = dir;
   return true;
 }

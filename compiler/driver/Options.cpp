@@ -29,10 +29,10 @@ const char *kUsage =
 Compiles a model architecture for the Hugging Face config of one model.
 Without <file.arch>, the bundled family whose `matches` list names the
 config's architectures[0] is used. A model folder is read for its
-config.json; its safetensors are the default --weights of -emit=onnx.
-A Hugging Face id ORG/NAME is the model's folder in the local cache
-($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub, the snapshot
-refs/main names); archc never downloads.
+config.json; its safetensors are the default --weights of -emit=onnx and
+-emit=profile. A Hugging Face id ORG/NAME is the model's folder in the
+local cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub, the
+snapshot refs/main names); archc never downloads.
 
 Output:
   -emit=config         every config field as bound: value and where it came
@@ -111,11 +111,16 @@ Quantization (-emit=onnx; -emit=profile counts the same bytes):
   --quant=<q>          int4 | int8: weight-only block quantization of every
                        Linear weight (ONNX Runtime MatMulNBits; MLAS
                        round-to-nearest, symmetric); embeddings, routers,
-                       norms and other weights stay float
+                       norms and other weights stay float. A GPTQ, AWQ or
+                       compressed-tensors checkpoint's codes become
+                       MatMulNBits without it (bit for bit); with it, the
+                       weights it stores in float are quantized too
   --quant-block=<n>    inputs per block: 16, 32 (default), 64, 128, 256
   --quant-asymmetric   unsigned codes with a zero point per block
   --quant-embeddings   also the embedding table (GatherBlockQuantized); a
                        tied table is quantized once for gather and head
+  The next three apply to the MatMulNBits of --quant and of a quantized
+  checkpoint's codes:
   --quant-accuracy=<n> MatMulNBits accuracy_level: 0 (default: weight-only,
                        activations stay float) .. 4 (ONNX Runtime may quantize
                        activations to int8 at run time: faster on CPU, where
@@ -476,7 +481,7 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
         return false;
       }
       o.quantAccuracy = static_cast<int>(v[0]);
-      o.quantOptionSeen = true;
+      o.quantReaderOptionSeen = true;
     } else if (name == "--quant-unroll-experts") {
       std::vector<int64_t> v;
       if (!need() || !parseInts(name, value, v, 0))
@@ -489,12 +494,12 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
         return false;
       }
       o.quantUnrollExperts = v[0];
-      o.quantOptionSeen = true;
+      o.quantReaderOptionSeen = true;
     } else if (name == "--quant-qmoe") {
       if (!noValue())
         return false;
       o.quantQmoe = true;
-      o.quantOptionSeen = true;
+      o.quantReaderOptionSeen = true;
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       fmt::print(stderr, "archc: error: unknown option '{}' (see --help)\n",
                  args[i]);
@@ -530,10 +535,17 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
     return false;
   }
   if (o.quantOptionSeen && o.quantBits == 0) {
-    fmt::print(stderr, "archc: error: --quant-block, --quant-asymmetric, "
-                       "--quant-embeddings, --quant-accuracy, "
+    fmt::print(stderr, "archc: error: --quant-block, --quant-asymmetric and "
+                       "--quant-embeddings need --quant=int4|int8\n");
+    return false;
+  }
+  // The MatMulNBits options need quantized weights: --quant's, or a
+  // checkpoint's codes (checked once the checkpoint is bound).
+  if (o.quantReaderOptionSeen && o.quantBits == 0 && o.weights.empty()) {
+    fmt::print(stderr, "archc: error: --quant-accuracy, "
                        "--quant-unroll-experts and --quant-qmoe need "
-                       "--quant=int4|int8\n");
+                       "--quant=int4|int8 or a quantized checkpoint "
+                       "(--weights)\n");
     return false;
   }
   if (o.quantQmoe && o.target != "ort") {

@@ -78,7 +78,10 @@ struct Options {
   int64_t quantUnrollExperts = 256;
   /// --quant-qmoe: 4-bit MoE layers on ONNX Runtime's QMoE (--target=ort).
   bool quantQmoe = false;
-  bool quantOptionSeen = false; ///< a --quant-* option was given
+  /// --quant-block, --quant-asymmetric or --quant-embeddings was given.
+  bool quantOptionSeen = false;
+  /// --quant-accuracy, --quant-unroll-experts or --quant-qmoe was given.
+  bool quantReaderOptionSeen = false;
 };
 
 /// Parses argv. On error prints a message to stderr and returns false;

@@ -21,6 +21,7 @@ ir::QuantOptions quantOptions(const Options &opts) {
   q.accuracyLevel = opts.quantAccuracy;
   q.unrollExperts = opts.quantUnrollExperts;
   q.qmoeInt4 = opts.quantQmoe;
+  q.readerOptionsGiven = opts.quantReaderOptionSeen;
   return q;
 }
 
@@ -48,7 +49,10 @@ bool readCheckpointQuant(const JsonSource &config, DiagnosticEngine &diags,
   if (!qc->contains("quant_method") || !(*qc)["quant_method"].is_string())
     return fail(at, "quantization_config has no quant_method");
   std::string method = (*qc)["quant_method"].get<std::string>();
-  if (method == "fp8") {
+  if (method == "gptq" || method == "awq" || method == "compressed-tensors") {
+    if (!readPrequantConfig(config, diags, *qc, at, method, out))
+      return false;
+  } else if (method == "fp8") {
     out.method = ir::CheckpointQuant::Method::FP8;
     if (qc->contains("fmt")) {
       const auto &f = (*qc)["fmt"];
@@ -79,20 +83,20 @@ bool readCheckpointQuant(const JsonSource &config, DiagnosticEngine &diags,
             fmt::format("scale_fmt {} is not supported (ue8m0)", f.dump()));
       out.ue8m0 = true;
     }
+    if (!checkReleaseConfigKeys(config, diags, *qc, at, method))
+      return false;
   } else if (method == "mxfp4") {
     out.method = ir::CheckpointQuant::Method::MXFP4;
+    if (!checkReleaseConfigKeys(config, diags, *qc, at, method))
+      return false;
   } else {
     return fail(at + "/quant_method",
                 fmt::format("quantization_config.quant_method '{}' is not "
-                            "supported (supported: fp8, mxfp4); bind a "
+                            "supported (supported: gptq, awq, "
+                            "compressed-tensors, fp8, mxfp4); bind a "
                             "dequantised bf16/f16/f32 checkpoint",
                             method));
   }
-  if (qc->contains("modules_to_not_convert") &&
-      (*qc)["modules_to_not_convert"].is_array())
-    for (const auto &m : (*qc)["modules_to_not_convert"])
-      if (m.is_string())
-        out.notConverted.push_back(m.get<std::string>());
   if (root.contains("expert_dtype") && !root["expert_dtype"].is_null()) {
     const auto &e = root["expert_dtype"];
     std::string v = e.is_string() ? e.get<std::string>() : e.dump();

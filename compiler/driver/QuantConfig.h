@@ -22,11 +22,25 @@ namespace archc {
 ir::QuantOptions quantOptions(const Options &opts);
 
 /// Reads `quantization_config` (at the root or in `text_config`): quant
-/// method fp8 (fmt e4m3, weight_block_size, scale_fmt ue8m0) or mxfp4, and
-/// DeepSeek-V4's `expert_dtype`. An unsupported method or field value is an
-/// error located in config.json.
+/// method gptq, awq, compressed-tensors (PrequantConfig.cpp), fp8 (fmt
+/// e4m3, weight_block_size, scale_fmt ue8m0) or mxfp4, and DeepSeek-V4's
+/// `expert_dtype`. An unsupported method, field or value is an error
+/// located in config.json.
 bool readCheckpointQuant(const JsonSource &config, DiagnosticEngine &diags,
                          ir::CheckpointQuant &out);
+
+/// Reads a GPTQ, AWQ or compressed-tensors `quantization_config` (`qc` at
+/// JSON pointer `at`) closed-world: every key honoured, inert, or refused
+/// by name with an error located in config.json (PrequantConfig.cpp).
+bool readPrequantConfig(const JsonSource &config, DiagnosticEngine &diags,
+                        const nlohmann::json &qc, const std::string &at,
+                        const std::string &method, ir::CheckpointQuant &out);
+
+/// The keys of an fp8 / mxfp4 release config that readCheckpointQuant does
+/// not read itself: inert ones accepted, the rest refused by name.
+bool checkReleaseConfigKeys(const JsonSource &config, DiagnosticEngine &diags,
+                            const nlohmann::json &qc, const std::string &at,
+                            const std::string &method);
 
 /// Binds the module's weights to the checkpoint at `path` (headers only)
 /// and returns the bytes each weight declaration's tensors occupy there

@@ -13,6 +13,8 @@
 
 #include <functional>
 #include <map>
+#include <optional>
+#include <regex>
 
 namespace archc::ir {
 
@@ -31,6 +33,61 @@ std::string quantFileTag(const QuantOptions &q, DType activations) {
   return tag;
 }
 
+std::string WeightScheme::describe() const {
+  if (type == Type::Float) {
+    if (blockRows > 0)
+      return fmt::format("fp8 {}x{} blocks", blockRows, blockCols);
+    return group == 0 ? "fp8 per tensor" : "fp8 per channel";
+  }
+  std::string g = group > 0    ? fmt::format("g{}", group)
+                  : group == 0 ? std::string("per tensor")
+                               : std::string("per row");
+  return fmt::format("int{} {} {}{}", bits, g, symmetric ? "sym" : "asym",
+                     needsGIdx ? " act-order" : "");
+}
+
+bool CheckpointQuant::ModuleRule::matches(const std::string &module) const {
+  switch (match) {
+  case Match::Any:
+    return true;
+  case Match::Exact:
+    return module == pattern;
+  case Match::Substring:
+    return module.find(pattern) != std::string::npos;
+  case Match::Regex: {
+    // Compiled once per pattern (a model has thousands of modules).
+    static std::map<std::string, std::optional<std::regex>> compiled;
+    auto it = compiled.find(pattern);
+    if (it == compiled.end()) {
+      std::optional<std::regex> re;
+      try {
+        re.emplace(pattern);
+      } catch (const std::regex_error &) {
+        // Refused when the config is read.
+      }
+      it = compiled.emplace(pattern, std::move(re)).first;
+    }
+    return it->second &&
+           std::regex_search(module, *it->second,
+                             std::regex_constants::match_continuous);
+  }
+  }
+  return false;
+}
+
+const WeightScheme *CheckpointQuant::schemeOf(const std::string &module,
+                                              std::string *why) const {
+  for (const ModuleRule &r : rules)
+    if (r.matches(module)) {
+      if (why)
+        *why = r.origin;
+      return r.quantized ? &r.scheme : nullptr;
+    }
+  if (why)
+    *why = defaultQuantized ? "the config's defaults" : "no rule";
+  return defaultQuantized ? &defaults : nullptr;
+}
+
 std::string CheckpointQuant::describe() const {
   switch (method) {
   case Method::None:
@@ -44,6 +101,18 @@ std::string CheckpointQuant::describe() const {
   }
   case Method::MXFP4:
     return "mxfp4";
+  case Method::GPTQ:
+    return fmt::format("gptq ({}, {})", gptqV1 ? "v1" : "v2",
+                       defaults.describe());
+  case Method::AWQ:
+    return fmt::format("awq (gemm, {})", defaults.describe());
+  case Method::CompressedTensors: {
+    std::string groups;
+    for (const ModuleRule &r : rules)
+      if (r.quantized && groups.find(r.scheme.describe()) == std::string::npos)
+        groups += (groups.empty() ? "" : ", ") + r.scheme.describe();
+    return "compressed-tensors (" + groups + ")";
+  }
   }
   return "?";
 }
@@ -91,12 +160,29 @@ void collectRouterMatmuls(const Module &m, std::set<const Op *> &out) {
   });
 }
 
-const Op *paramOf(const Value *v, const Op **slice) {
+const Op *paramOf(const Value *v, const Op **slice, const Op **reshape) {
   const Op *d = v->getDefiningOp();
   *slice = nullptr;
+  *reshape = nullptr;
   if (d && d->getKind() == OpKind::ExpertSlice) {
     *slice = d;
     d = d->getOperand(0)->getDefiningOp();
+    // A stack read through a Reshape that only splits the first dim
+    // ([E * R, C] viewed [E, R, C]): the same rows, expert by expert.
+    if (d && d->getKind() == OpKind::Reshape) {
+      const Op *p = d->getOperand(0)->getDefiningOp();
+      const TensorType &from = d->getOperand(0)->type;
+      const TensorType &to = d->getResult()->type;
+      bool split = p && p->getKind() == OpKind::Param && from.rank() == 2 &&
+                   to.rank() == 3 && to.dims[2] == from.dims[1] &&
+                   constDim(to.dims[0]) * constDim(to.dims[1]) ==
+                       constDim(from.dims[0]) &&
+                   constDim(from.dims[0]) > 0;
+      if (!split)
+        return nullptr;
+      *reshape = d;
+      d = p;
+    }
   }
   return d && d->getKind() == OpKind::Param ? d : nullptr;
 }
@@ -128,11 +214,12 @@ std::vector<LinearWeightUse> findLinearWeightUses(const Module &m) {
       return;
     LinearWeightUse u;
     u.matmul = &op;
-    u.param = paramOf(op.getOperand(1), &u.slice);
+    u.param = paramOf(op.getOperand(1), &u.slice, &u.reshape);
     if (!u.param)
       return;
     const TensorType &w = op.getOperand(1)->type;
-    const TensorType &stored = u.param->getResult()->type;
+    const TensorType &stored =
+        (u.reshape ? u.reshape : u.param)->getResult()->type;
     if (w.rank() != 2 || !isFloat(w.dtype) || w.dtype != m.activationDType)
       return;
     if (u.slice && stored.rank() != 3)
@@ -144,6 +231,75 @@ std::vector<LinearWeightUse> findLinearWeightUses(const Module &m) {
     if (u.rows <= 1 || u.cols <= 0 || u.experts <= 0)
       return;
     if (const WeightDecl *d = declOf(m, *u.param); d && d->pinnedDType)
+      return;
+    out.push_back(u);
+  });
+  return out;
+}
+
+std::vector<MlaWeightUse> findMlaWeightUses(const Module &m) {
+  std::vector<MlaWeightUse> out;
+  walk(m.graph.body, [&](const Op &op) {
+    if (op.getKind() != OpKind::MlaAttention)
+      return;
+    const Op *p = op.getOperand(4)->getDefiningOp();
+    const TensorType &w = op.getOperand(4)->type;
+    if (!p || p->getKind() != OpKind::Param || w.rank() != 2 ||
+        !isFloat(w.dtype) || w.dtype != m.activationDType)
+      return;
+    if (const WeightDecl *d = declOf(m, *p); d && d->pinnedDType)
+      return;
+    MlaWeightUse u;
+    u.op = &op;
+    u.param = p;
+    const TensorType &q = op.getOperand(0)->type;
+    u.heads = constDim(q.dims[2]);
+    u.nope = constDim(q.dims[3]);
+    u.v = op.attr<int64_t>("v_dim");
+    u.latent = constDim(w.dims[1]);
+    if (u.heads <= 0 || u.nope <= 0 || u.v <= 0 || u.latent <= 0 ||
+        constDim(w.dims[0]) != u.heads * (u.nope + u.v))
+      return;
+    out.push_back(u);
+  });
+  return out;
+}
+
+std::vector<GroupedWeightUse> findGroupedWeightUses(const Module &m) {
+  std::set<const Op *> routers;
+  collectRouterMatmuls(m, routers);
+  std::vector<GroupedWeightUse> out;
+  walk(m.graph.body, [&](const Op &op) {
+    if (op.getKind() != OpKind::MatMul || routers.count(&op) ||
+        !op.attr<bool>("transpose_b"))
+      return;
+    const Op *r = op.getOperand(1)->getDefiningOp();
+    if (!r || r->getKind() != OpKind::Reshape)
+      return;
+    const Op *p = r->getOperand(0)->getDefiningOp();
+    const TensorType &from = r->getOperand(0)->type;
+    const TensorType &to = r->getResult()->type;
+    const TensorType &a = op.getOperand(0)->type;
+    if (!p || p->getKind() != OpKind::Param || from.rank() != 2 ||
+        to.rank() != 3 || a.rank() < 3 || !isFloat(to.dtype) ||
+        to.dtype != m.activationDType)
+      return;
+    GroupedWeightUse u;
+    u.matmul = &op;
+    u.param = p;
+    u.reshape = r;
+    u.groups = constDim(to.dims[0]);
+    u.rows = constDim(to.dims[1]);
+    u.cols = constDim(to.dims[2]);
+    // [G * R, K] split into G matrices [R, K]; the input's group axis
+    // (third from last) matches.
+    if (u.groups <= 0 || u.rows <= 1 || u.cols <= 0 ||
+        to.dims[2] != from.dims[1] ||
+        constDim(from.dims[0]) != u.groups * u.rows ||
+        constDim(a.dims[a.rank() - 3]) != u.groups ||
+        a.dims.back() != to.dims[2])
+      return;
+    if (const WeightDecl *d = declOf(m, *p); d && d->pinnedDType)
       return;
     out.push_back(u);
   });
@@ -227,7 +383,8 @@ WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q) {
   // Per declaration: the quantized layout (if a quantized consumer reads
   // it) and whether a float consumer reads it too.
   std::map<const WeightDecl *, QuantLayout> quantized;
-  std::set<const Op *> quantParams;
+  std::map<const WeightDecl *, double> mlaStored;
+  std::set<const Op *> quantParams, groupedReshapes;
   double scaleBits =
       q.scaleBits > 0 ? q.scaleBits : dtypeBits(m.activationDType);
   auto layoutFor = [&](int64_t rows, int64_t cols, int64_t experts) {
@@ -242,6 +399,32 @@ WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q) {
     return l;
   };
   if (q.enabled()) {
+    // MLA's kv weight: U_K^T [H, c, nope] and U_V [H, v, c] per head.
+    std::map<const WeightDecl *, double> mlaBytes;
+    for (const MlaWeightUse &u : findMlaWeightUses(m)) {
+      const WeightDecl *w = declOf(m, *u.param);
+      if (!w)
+        continue;
+      mlaBytes[w] = layoutFor(u.latent, u.nope, u.heads).totalBytes() +
+                    layoutFor(u.v, u.latent, u.heads).totalBytes();
+      s.quantizedReaders.insert(u.op);
+      quantParams.insert(u.param);
+    }
+    for (const GroupedWeightUse &u : findGroupedWeightUses(m)) {
+      const WeightDecl *w = declOf(m, *u.param);
+      if (!w)
+        continue;
+      quantized[w] = layoutFor(u.rows, u.cols, u.groups);
+      s.quantizedReaders.insert(u.matmul);
+      quantParams.insert(u.param);
+      groupedReshapes.insert(u.reshape);
+    }
+    for (const auto &[w, bytes] : mlaBytes) {
+      QuantLayout l = layoutFor(1, 1, 1);
+      l.rows = 0; // bytes given directly (two layouts)
+      quantized[w] = l;
+      mlaStored[w] = bytes;
+    }
     for (const LinearWeightUse &u : findLinearWeightUses(m)) {
       const WeightDecl *w = declOf(m, *u.param);
       if (!w)
@@ -263,10 +446,16 @@ WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q) {
       }
   }
   // Float readers: any use of a param value by an op that is not one of
-  // the quantized readers (expert slices count through their readers).
+  // the quantized readers (expert slices and the Reshapes they read count
+  // through their readers).
   std::set<const WeightDecl *> floatRead;
+  std::set<const Op *> quantReshapes = groupedReshapes;
+  if (q.enabled())
+    for (const LinearWeightUse &u : findLinearWeightUses(m))
+      if (u.reshape)
+        quantReshapes.insert(u.reshape);
   walk(m.graph.body, [&](const Op &op) {
-    if (s.quantizedReaders.count(&op))
+    if (s.quantizedReaders.count(&op) || quantReshapes.count(&op))
       return;
     for (const Value *v : op.operands) {
       const Op *d = v->getDefiningOp();
@@ -290,7 +479,9 @@ WeightStorage computeWeightStorage(const Module &m, const QuantOptions &q) {
       f.bytes += elements * f.floatBits / 8 * instances;
     }
     if (hasQuant) {
-      double bytes = qi->second.totalBytes();
+      auto mla = mlaStored.find(&w);
+      double bytes =
+          mla != mlaStored.end() ? mla->second : qi->second.totalBytes();
       f.quantBits = elements > 0 ? bytes * 8 / elements : 0;
       f.bytes += bytes * instances;
     }

@@ -44,6 +44,10 @@ struct QuantOptions {
   /// Bits of one scale; 0 = the activation dtype's (what the ONNX writer
   /// emits). Runtime presets (w4a16, ...) set their own scale_bits.
   double scaleBits = 0;
+  /// --quant-accuracy / --quant-unroll-experts / --quant-qmoe were given:
+  /// a model without quantized weights (no --quant, no checkpoint codes)
+  /// refuses them.
+  bool readerOptionsGiven = false;
 
   bool enabled() const { return bits != 0; }
 };
@@ -53,10 +57,32 @@ struct QuantOptions {
 /// `int8f16`, `q4bf16`, `int8bf16` (none); empty when not quantized.
 std::string quantFileTag(const QuantOptions &q, DType activations);
 
+/// How one Linear weight of a GPTQ, AWQ or compressed-tensors checkpoint is
+/// quantized (its module's scheme, per config.json `quantization_config`).
+struct WeightScheme {
+  /// Integer codes (GPTQ, AWQ, pack-quantized) or compressed-tensors'
+  /// float-quantized FP8 (e4m3).
+  enum class Type { Int, Float };
+  Type type = Type::Int;
+  int bits = 4;
+  /// Inputs sharing one scale: a group size, -1 one scale per output row
+  /// (GPTQ group_size -1, compressed-tensors `channel`), 0 one scale for
+  /// the whole tensor (`tensor`); FP8 `block`: blockRows x blockCols.
+  int64_t group = 128;
+  int64_t blockRows = 0, blockCols = 0;
+  bool symmetric = true;
+  /// GPTQ `desc_act` without `static_groups`, compressed-tensors
+  /// `actorder: group`: the checkpoint must hold `g_idx`.
+  bool needsGIdx = false;
+
+  /// `int4 g128 sym`, `fp8 channel`, ...
+  std::string describe() const;
+};
+
 /// A checkpoint's own quantization, from config.json `quantization_config`
 /// (and DeepSeek-V4's top-level `expert_dtype`).
 struct CheckpointQuant {
-  enum class Method { None, FP8, MXFP4 };
+  enum class Method { None, FP8, MXFP4, GPTQ, AWQ, CompressedTensors };
   Method method = Method::None;
   /// fp8: `weight_block_size` [rows, cols] of one scale.
   int64_t blockRows = 128, blockCols = 128;
@@ -64,11 +90,46 @@ struct CheckpointQuant {
   bool ue8m0 = false;
   /// DeepSeek-V4: routed experts stored as packed FP4 (`expert_dtype: fp4`).
   bool fp4Experts = false;
-  /// `modules_to_not_convert` (module name patterns, `*` = any layer).
-  std::vector<std::string> notConverted;
+  /// GPTQ `checkpoint_format: gptq` (v1): zero points stored minus one.
+  bool gptqV1 = true;
+
+  /// Which modules the config quantizes, and how: the first rule whose
+  /// pattern matches a module name decides (GPTQModel `dynamic`, `lm_head`,
+  /// AWQ `modules_to_not_convert`, compressed-tensors `ignore` and
+  /// `config_groups` targets); a module no rule matches takes `defaults`
+  /// when `defaultQuantized`.
+  struct ModuleRule {
+    enum class Match {
+      Regex,     ///< Python re.match: anchored at the start only
+      Exact,     ///< the whole module name
+      Substring, ///< AWQ: the name contains it
+      Any,       ///< compressed-tensors target "Linear"
+    };
+    Match match = Match::Exact;
+    std::string pattern;
+    bool quantized = true; ///< false: the module stays float
+    WeightScheme scheme;
+    /// Where the rule comes from, for messages (`ignore 're:.*gate$'`).
+    std::string origin;
+
+    bool matches(const std::string &module) const;
+  };
+  std::vector<ModuleRule> rules;
+  WeightScheme defaults;
+  bool defaultQuantized = false;
 
   bool any() const { return method != Method::None; }
-  /// `fp8 (e4m3, 128x128 blocks)`, `mxfp4`, ...
+  /// GPTQ, AWQ or compressed-tensors: modules resolved by `rules`.
+  bool perModule() const {
+    return method == Method::GPTQ || method == Method::AWQ ||
+           method == Method::CompressedTensors;
+  }
+  /// The scheme of module `module` (a weight name without `.weight`), or
+  /// null when the config leaves it in float; `why` names the deciding
+  /// rule (or "no rule").
+  const WeightScheme *schemeOf(const std::string &module,
+                               std::string *why = nullptr) const;
+  /// `fp8 (e4m3, 128x128 blocks)`, `mxfp4`, `gptq (v1, int4 g128 sym)`...
   std::string describe() const;
 };
 
@@ -106,8 +167,11 @@ struct QuantLayout {
 /// one output, whose product does not feed a router (`route` logits).
 struct LinearWeightUse {
   const Op *matmul = nullptr;
-  const Op *param = nullptr;  ///< the param op (for a slice: its operand's)
-  const Op *slice = nullptr;  ///< the expert_slice op, or null
+  const Op *param = nullptr; ///< the param op (for a slice: its operand's)
+  const Op *slice = nullptr; ///< the expert_slice op, or null
+  /// A Reshape splitting the param's first dim into the [E, ...] stack the
+  /// slice reads (DBRX's 2-D [E * I, D] experts), or null.
+  const Op *reshape = nullptr;
   bool inOut = false;         ///< the weight is [in, out] (no transpose_b)
   int64_t rows = 0, cols = 0; ///< outputs N, inputs K
   int64_t experts = 1;        ///< > 1: the param stacks experts
@@ -116,6 +180,31 @@ struct LinearWeightUse {
 /// The quantizable Linear weights of a module (any IR form: compact, with
 /// layer kinds, or expanded).
 std::vector<LinearWeightUse> findLinearWeightUses(const Module &m);
+
+/// MLA's latent expansion weight `kv_b_proj` [heads * (nope + v), c], read
+/// whole by `mla_attention` (absorbed: q_nope . U_K and o_lat . U_V^T per
+/// head). --quant stores it as two stacks of per-head matrices, each
+/// quantized along its own inputs: U_K^T [heads, c, nope] (along nope)
+/// and U_V [heads, v, c] (along c).
+struct MlaWeightUse {
+  const Op *op = nullptr;    ///< the mla_attention op
+  const Op *param = nullptr; ///< the kv_weight param
+  int64_t heads = 0, nope = 0, v = 0, latent = 0;
+};
+
+/// The kv weights --quant quantizes: a param in the activation dtype, not
+/// pinned to another.
+std::vector<MlaWeightUse> findMlaWeightUses(const Module &m);
+
+/// A grouped (block-diagonal) projection: a param [G * R, K] viewed [G, R,
+/// K] by a Reshape and read as the transpose_b operand of a batched matmul
+/// whose input is [..., G, M, K] (DeepSeek-V4's wo_a). --quant stores it as
+/// an ordinary [G * R, K] Linear's codes, read group by group.
+struct GroupedWeightUse {
+  const Op *matmul = nullptr, *param = nullptr, *reshape = nullptr;
+  int64_t groups = 0, rows = 0, cols = 0;
+};
+std::vector<GroupedWeightUse> findGroupedWeightUses(const Module &m);
 
 /// A matmul whose weight operand is (a view of) a checkpoint weight that
 /// --quant leaves in float, and why (-emit=onnx names each one).

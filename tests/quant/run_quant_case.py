@@ -59,6 +59,7 @@ RTN_SLACK_MATRIX = 1.10
 # Checkpoint tensors Hugging Face stores [in, out] (x @ W): GPT-2's Conv1D, gpt-oss's dequantised experts and
 # Llama 4's stacked experts (Qwen3.5-MoE's fused experts of the same names are [out, in]).
 IN_OUT = {"gpt2": re.compile(r"\.(c_attn|c_proj|c_fc)\.weight$"),
+          "dbrx": re.compile(r"\.experts\.mlp\.w2$"),
           "gpt_oss": re.compile(r"\.mlp\.experts\.(gate_up_proj|down_proj)$"),
           "llama4_text": re.compile(r"\.feed_forward\.experts\.(gate_up_proj|down_proj)$")}
 
@@ -163,11 +164,16 @@ def hf_name(codes, weights):
     <tensor>.qweight, <tensor>.<e>.qweight (one expert of a stacked tensor), <tensor>.qweight.gather."""
     base = re.sub(r"\.qweight(\.gather)?$", "", codes)
     m = re.match(r"^(.*)\.(\d+)$", base)
-    if m and m.group(1) in weights and weights[m.group(1)].ndim == 3:
+    # A stack [E, ...], or DBRX's 2-D [E * R, C] experts read as [E, R, C].
+    if m and m.group(1) in weights and weights[m.group(1)].ndim in (2, 3) and \
+            (weights[m.group(1)].ndim == 3 or base not in weights):
         return m.group(1), int(m.group(2))
     if base not in weights:
         raise SystemExit(f"quantized initializer {codes}: no checkpoint tensor {base}")
     return base, None
+
+
+MLA_VIEW = "#mla:"
 
 
 def scan_matrices(quantized, weights):
@@ -178,8 +184,21 @@ def scan_matrices(quantized, weights):
         if kind != "scan_matmul":
             continue
         base = re.sub(r"\.qweight$", "", codes)
-        if base in weights and weights[base].ndim == 3:
+        if base in weights and weights[base].ndim in (2, 3):
             found += [(codes, base, e, w[e]) for e in range(w.shape[0])]
+            continue
+        mla = re.match(r"^(.*)\.(uk_t|uv)$", base)
+        if mla and mla.group(1) in weights:
+            # MLA's kv weight [H * (dn + dv), c] as per-head U_K^T [H, c, dn] and U_V [H, dv, c] stacks (a Scan over
+            # the heads): compared with those views of the checkpoint tensor, held as MLA_VIEW keys.
+            src, part = mla.groups()
+            heads = w.shape[0]
+            c = w.shape[1] if part == "uk_t" else w.shape[2]
+            w3 = np.asarray(weights[src], np.float64).reshape(heads, -1, c)
+            width = w.shape[2] if part == "uk_t" else w.shape[1]
+            view = w3[:, :width, :].transpose(0, 2, 1) if part == "uk_t" else w3[:, w3.shape[1] - width:, :]
+            weights[f"{src}{MLA_VIEW}{part}"] = view
+            found += [(codes, f"{src}{MLA_VIEW}{part}", e, w[e]) for e in range(heads)]
             continue
         m = re.match(r"^(.*)\.stacked\.(.*)$", base)
         if not m:
@@ -201,6 +220,21 @@ def qmoe_matrices(quantized, weights, family):
     found = []
     for codes, (kind, w) in sorted(stacks.items()):
         base = re.sub(r"(@\d+)?\.qweight$", "", codes)
+        if base.endswith(".moe") and weights[base[:-len(".moe")]].ndim == 2:
+            # DBRX: 2-D stacks w1, v1 [E * I, D] (fc1 rows alternating gate and up) and w2 [E * I, D] (fc2 [D, I]).
+            src = base[:-len(".moe")]
+            m2 = re.match(r"^.*@(\d+)\.qweight$", codes)
+            parts = int(m2.group(1)) if m2 else 1
+            experts = w.shape[0] // parts
+            for e in range(experts):
+                if kind == "qmoe_fc2":
+                    found.append((codes, src, e, np.concatenate([w[p * experts + e] for p in range(parts)], axis=1)))
+                    continue
+                gate = np.concatenate([w[p * experts + e][0::2] for p in range(parts)])
+                up = np.concatenate([w[p * experts + e][1::2] for p in range(parts)])
+                found.append((codes, src, e, gate))
+                found.append((codes, re.sub(r"\.w1$", ".v1", src), e, up))
+            continue
         if base.endswith(".moe"):                             # a checkpoint stack
             src = base[:-len(".moe")]
             orig = np.asarray(weights[src], np.float64)
@@ -423,7 +457,14 @@ def main():
     matrices += [(codes, "matmul", tensor, x, w) for codes, tensor, x, w in scan_matrices(quantized, weights)]
     matrices += [(codes, "qmoe", tensor, x, w) for codes, tensor, x, w in qmoe_matrices(quantized, weights, a.family)]
     for codes, kind, tensor, expert, w in matrices:
-        orig = weights[tensor] if expert is None else weights[tensor][expert]
+        full = weights[tensor]
+        rows = None
+        if expert is not None and full.ndim == 2:
+            # [E * R, C] read as [E, R, C]: expert e's R rows (w is [R, C], or [C, R] when read [in, out]).
+            rows = w.shape[0] if w.shape[1] == full.shape[1] and not in_out(a.family, tensor) else w.shape[1]
+            orig = full[expert * rows:(expert + 1) * rows]
+        else:
+            orig = full if expert is None else full[expert]
         as_stored = orig
         if orig.shape == w.T.shape and (orig.shape != w.shape or in_out(a.family, tensor)):
             w = w.T                                   # stored [in, out]
@@ -448,8 +489,11 @@ def main():
         elif expert is None:
             ref_weights[tensor] = w
         else:
-            ref_weights[tensor] = np.array(ref_weights[tensor], np.float64)
-            ref_weights[tensor][expert] = w
+            ref_weights[tensor] = np.array(ref_weights.get(tensor, weights[tensor]), np.float64)
+            if rows is not None:
+                ref_weights[tensor][expert * rows:(expert + 1) * rows] = w
+            else:
+                ref_weights[tensor][expert] = w
     errs = np.array([e for e, _ in errors])
     bad = [(e, c) for e, c in errors if not lo <= e <= hi]
     print(f"{'ok  ' if not bad else 'FAIL'} {name} {len(errors)} quantized matrices read back from the ONNX file: "
@@ -469,6 +513,11 @@ def main():
     if not ok:
         bad = bad + over + [(total, "all weights")]
 
+    # MLA's kv weights: the dequantized U_K^T and U_V stacks put back together.
+    for key in [k for k in ref_weights if MLA_VIEW + "uk_t" in k]:
+        src = key.split(MLA_VIEW)[0]
+        uk, uv = ref_weights.pop(key), ref_weights.pop(src + MLA_VIEW + "uv")
+        ref_weights[src] = np.concatenate([uk.transpose(0, 2, 1), uv], axis=1).reshape(-1, uk.shape[1])
     # Reference over the weights as the model stores them.
     ref_cfg = {k: v for k, v in cfg.items() if k not in QUANT_KEYS}
     if untie:

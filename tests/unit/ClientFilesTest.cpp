@@ -435,15 +435,18 @@ TEST(ModelFolder, FileNamesAndLayerTypes) {
   ir::QuantOptions int4, int8;
   int4.bits = 4;
   int8.bits = 8;
-  EXPECT_EQ(folderModelFile(ir::DType::F32, int4), "model_q4.onnx");
-  EXPECT_EQ(folderModelFile(ir::DType::F16, int4), "model_q4f16.onnx");
-  EXPECT_EQ(folderModelFile(ir::DType::F32, int8), "model_int8.onnx");
+  auto file = [](ir::DType t, const ir::QuantOptions &q) {
+    return folderModelFile(t, ir::quantFileTag(q, t));
+  };
+  EXPECT_EQ(file(ir::DType::F32, int4), "model_q4.onnx");
+  EXPECT_EQ(file(ir::DType::F16, int4), "model_q4f16.onnx");
+  EXPECT_EQ(file(ir::DType::F32, int8), "model_int8.onnx");
   int4.block = 128;
   int4.symmetric = false;
-  EXPECT_EQ(folderModelFile(ir::DType::F32, int4), "model_q4.onnx");
+  EXPECT_EQ(file(ir::DType::F32, int4), "model_q4.onnx");
   // No transformers.js dtype: distinct names, never another variant's.
-  EXPECT_EQ(folderModelFile(ir::DType::F16, int8), "model_int8f16.onnx");
-  EXPECT_EQ(folderModelFile(ir::DType::BF16, int4), "model_q4bf16.onnx");
+  EXPECT_EQ(file(ir::DType::F16, int8), "model_int8f16.onnx");
+  EXPECT_EQ(file(ir::DType::BF16, int4), "model_q4bf16.onnx");
 
   test::Compiled next = compileBundled("qwen3_next", "tiny/qwen3_next.json");
   ASSERT_TRUE(next.ok) << next.diagnostics();

@@ -75,8 +75,8 @@ bool isExpertElementwise(ir::OpKind kind) {
 } // namespace
 
 OnnxLowering::SavedCaches OnnxLowering::saveCaches() const {
-  return {names,     deferred,     storage,      symbols,  exprSources,
-          maskCache, leadingShape, sharedShapes, ropeCache};
+  return {names,     deferred,     storage,      symbols,   exprSources,
+          maskCache, leadingShape, sharedShapes, ropeCache, permuted};
 }
 
 void OnnxLowering::restoreCaches(SavedCaches &&s) {
@@ -89,6 +89,7 @@ void OnnxLowering::restoreCaches(SavedCaches &&s) {
   maskCache = std::move(s.maskCache);
   leadingShape = std::move(s.leadingShape);
   sharedShapes = std::move(s.sharedShapes);
+  permuted = std::move(s.permuted);
 }
 
 std::string OnnxLowering::stackedWeightName(const std::string &pattern) {
@@ -122,6 +123,11 @@ bool OnnxLowering::expertBodyStackable(const ir::Block &body,
     bool perExpert =
         u.param->attr<std::string>("name").find("{e}") != std::string::npos;
     if (u.slice ? u.experts != experts : !perExpert || u.inOut)
+      return false;
+    // The checkpoint's codes stack only in one layout, in input order.
+    if (weightStorage.kindOf(u.matmul) ==
+            WeightStorage::Kind::CheckpointCodes &&
+        !samePackedLayouts(u, experts))
       return false;
   }
   // A quantized weight that a float op also reads has no float slice in

@@ -168,7 +168,13 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   bool quantized = expertBodyQuantized(body);
   if (!quantized && act != onnx::TensorProto_DataType_FLOAT)
     return false;
-  if (quantized && quant.bits == 4 && !quant.qmoeInt4)
+  // The codes: the checkpoint's own (GPTQ, AWQ, ...: one layout for every
+  // expert matrix, no act-order), or --quant's.
+  bool codes = false;
+  for (const auto &o : body.getOps())
+    codes |=
+        weightStorage.kindOf(o.get()) == WeightStorage::Kind::CheckpointCodes;
+  if (quantized && !codes && quant.bits == 4 && !quant.qmoeInt4)
     return false;
   if (quantized)
     for (const auto &o : body.getOps())
@@ -179,10 +185,34 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
   // known; none fit: no match.
   auto sized = [&](int64_t inter) {
     f.quantized = quantized;
+    f.codes = codes;
     f.scaleInput = scaled;
     f.hidden = lastDim(op.getOperand(0));
     f.inter = inter;
-    f.parts = fusedParts(f.hidden, inter, quantized);
+    f.qbits = quant.bits;
+    f.qblock = quant.block;
+    f.qsym = quant.symmetric;
+    if (codes) {
+      // Every expert's gate, up and down codes in one layout.
+      int64_t count = op.attr<int64_t>("count");
+      const PackedWeight *p = nullptr;
+      for (const ir::Op *param : {f.gateParam, f.upParam, f.downParam}) {
+        const PackedWeight *q =
+            param ? commonPacked(param->attr<std::string>("name"), count)
+                  : nullptr;
+        if (!q ||
+            (p && (q->containerBits != p->containerBits ||
+                   q->block != p->block || q->storeZeros != p->storeZeros)))
+          return false;
+        p = p ? p : q;
+      }
+      f.qbits = p->containerBits;
+      f.qblock = p->block;
+      f.qsym = !p->storeZeros;
+      if (f.qbits == 4 && !quant.qmoeInt4)
+        return false;
+    }
+    f.parts = fusedParts(f.hidden, inter, f);
     return f.parts > 0;
   };
   if (matchStackedBody(body, f)) {
@@ -264,24 +294,23 @@ bool OnnxLowering::matchFusedExperts(const ir::Op &op, FusedExperts &f) const {
 }
 
 int64_t OnnxLowering::fusedParts(int64_t hidden, int64_t inter,
-                                 bool quantized) const {
-  if (!quantized)
+                                 const FusedExperts &f) const {
+  if (!f.quantized)
     return inter % 2 == 0 ? 2 : 1;
   // QMoE reads whole blocks; ONNX Runtime 1.30 reads a zero point of one
   // block per row as a per-row zero point of another layout (checked on
   // its CPU kernel), so asymmetric rows have two blocks or more.
   auto whole = [&](int64_t k) {
-    return k > 0 && k % quant.block == 0 &&
-           (quant.symmetric || k / quant.block >= 2);
+    return k > 0 && k % f.qblock == 0 && (f.qsym || k / f.qblock >= 2);
   };
   if (!whole(hidden))
     return 0;
   // Halves only when they keep the bytes of the whole rows (the profile's
   // count): packed 4-bit zero points of an odd block count per half would
-  // round up twice.
-  bool packedZeroPoints = !quant.symmetric && quant.bits < 8;
-  if (inter % 2 == 0 && whole(inter / 2) &&
-      (!packedZeroPoints || (inter / 2 / quant.block) % 2 == 0))
+  // round up twice. The checkpoint's codes are copied whole (one part).
+  bool packedZeroPoints = !f.qsym && f.qbits < 8;
+  if (!f.codes && inter % 2 == 0 && whole(inter / 2) &&
+      (!packedZeroPoints || (inter / 2 / f.qblock) % 2 == 0))
     return 2;
   return whole(inter) ? 1 : 0;
 }
@@ -538,10 +567,18 @@ void OnnxLowering::quantizeFusedStacks(FusedExperts &f, int64_t count) {
   // along its inputs: the rows of the float stacks, so the interleave and
   // the parts are the float path's.
   int64_t blocks = f.parts * count;
-  f.fc1Q = weights.quantizeStack(
-      f.fc1, quantLayout(2 * f.inter / f.parts, f.hidden, blocks));
-  f.fc2Q = weights.quantizeStack(
-      f.fc2, quantLayout(f.hidden, f.inter / f.parts, blocks));
+  // The checkpoint's codes: the layout of its (common) gate and down codes.
+  auto first = [&](const ir::Op *param) {
+    return f.codes
+               ? ir::instantiatePattern(param->attr<std::string>("name"), -1, 0)
+               : std::string();
+  };
+  f.fc1Q =
+      weights.quantizeStack(f.fc1, quantLayout(2 * f.inter / f.parts, f.hidden,
+                                               blocks, first(f.gateParam)));
+  f.fc2Q =
+      weights.quantizeStack(f.fc2, quantLayout(f.hidden, f.inter / f.parts,
+                                               blocks, first(f.downParam)));
 }
 
 void OnnxLowering::stackedFusedWeights(FusedExperts &f) {
@@ -652,12 +689,12 @@ bool OnnxLowering::dispatchFused(const ir::Op &op, const std::string &x,
     attrs.push_back(OnnxAttr::real("swiglu_limit", *f.limit));
   std::string y;
   if (f.quantized) {
-    attrs.push_back(OnnxAttr::integer("expert_weight_bits", quant.bits));
-    attrs.push_back(OnnxAttr::integer("block_size", quant.block));
+    attrs.push_back(OnnxAttr::integer("expert_weight_bits", f.qbits));
+    attrs.push_back(OnnxAttr::integer("block_size", f.qblock));
     std::vector<std::string> ins = {tokens,        chosen,    f.fc1Q.codes,
                                     f.fc1Q.scales, f.fc1Bias, f.fc2Q.codes,
                                     f.fc2Q.scales, f.fc2Bias};
-    if (!quant.symmetric)
+    if (!f.qsym)
       ins.insert(ins.end(), {"", "", "", f.fc1Q.zeroPoints, f.fc2Q.zeroPoints});
     y = b.nodeInDomain(kContribDomain, "QMoE", ins, attrs);
   } else {

@@ -273,6 +273,9 @@ void OnnxLowering::findReshapedWeights() {
 bool OnnxLowering::lowerMatMul(const ir::Op &op) {
   if (auto q = quantMatmuls.find(&op); q != quantMatmuls.end())
     return lowerQuantizedMatMul(op, q->second);
+  if (auto g = weightStorage.quantizedGrouped().find(&op);
+      g != weightStorage.quantizedGrouped().end())
+    return lowerGroupedQuantized(op, g->second);
   if (quantGathers.count(&op))
     return lowerQuantizedGather(op);
   const std::string &a = in(op.getOperand(0));

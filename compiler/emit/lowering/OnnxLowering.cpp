@@ -57,7 +57,7 @@ OnnxLowering::OnnxLowering(const ir::Module &m, onnx::GraphProto &g,
       quantGathers(storage.quantizedGathers()),
       quantSlices(storage.quantizedSlices()),
       quantParams(storage.quantizedParams()) {
-  if (quant.enabled())
+  if (storage.anyQuantized())
     planQuantization();
   findLinearWeights();
   findReshapedWeights();

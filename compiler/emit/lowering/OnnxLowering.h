@@ -67,6 +67,8 @@ private:
   std::map<std::string, std::string> leadingShape;
   /// Shape tensors by their symbolic dims, shared by the whole graph.
   std::map<std::string, std::string> sharedShapes;
+  /// Activations gathered into act-order (input and indices -> result).
+  std::map<std::string, std::string> permuted;
   int64_t expert = -1; ///< expert index while lowering an unrolled body
   /// While lowering the Scan body of a stacked dispatch: the body input
   /// holding the iteration's expert's row of hits (non-empty marks the
@@ -134,8 +136,12 @@ private:
     /// biases' [P * E, 2 I / P] and [P * E, D] (zero after part 0) blocks.
     std::string fc1, fc2, fc1Bias, fc2Bias;
     /// --quant: the stacks block-quantized (QMoE; fc1 and fc2 are then the
-    /// quantized entries' names).
-    bool quantized = false;
+    /// quantized entries' names), with these bits, block and symmetry;
+    /// `codes`: the checkpoint's own codes (GPTQ, AWQ, ...) copied.
+    bool quantized = false, codes = false;
+    int qbits = 0;
+    int64_t qblock = 0;
+    bool qsym = true;
     QuantizedRef fc1Q, fc2Q;
     /// The route's weight scales the tokens (scale_input, one expert per
     /// token), not the output.
@@ -145,7 +151,8 @@ private:
   /// `inter` is cut into (2 when `inter` is even, else 1); quantized, the
   /// largest of them whose blocks QMoE reads (its inputs D and I / P in
   /// whole blocks, two or more per row when asymmetric), 0 if none.
-  int64_t fusedParts(int64_t hidden, int64_t inter, bool quantized) const;
+  int64_t fusedParts(int64_t hidden, int64_t inter,
+                     const FusedExperts &f) const;
   /// The checkpoint stacks (their params' values) that only a fused
   /// dispatch reads: registered only if something else asks for them.
   std::set<const ir::Value *> fusedStacks;
@@ -160,6 +167,7 @@ private:
     decltype(OnnxLowering::symbols) symbols, exprSources, maskCache,
         leadingShape, sharedShapes;
     decltype(OnnxLowering::ropeCache) ropeCache;
+    decltype(OnnxLowering::permuted) permuted;
   };
   SavedCaches saveCaches() const;
   void restoreCaches(SavedCaches &&saved);
@@ -239,6 +247,10 @@ private:
 
   // LowerMla.cpp.
   bool lowerMlaAttention(const ir::Op &op);
+  /// --quant MLA: `a` [H, M, k] times each head's MatMulNBits codes of the
+  /// stacks `q` ([H, n, blocks, blob]) as [H, M, n], a Scan over the heads.
+  std::string perHeadMatMulNBits(const std::string &a, const QuantizedRef &q,
+                                 int64_t k, int64_t n);
 
   // LowerRecurrent.cpp.
   bool lowerCausalConv(const ir::Op &op);
@@ -360,12 +372,28 @@ private:
   int64_t quantExpertBodies = 0;
   bool contribOps = false;
   void planQuantization();
-  ir::QuantLayout quantLayout(int64_t rows, int64_t cols,
-                              int64_t experts) const;
+  /// The codes' layout: weight `name`'s (an instance) when the checkpoint
+  /// stores its codes, else --quant's.
+  ir::QuantLayout quantLayout(int64_t rows, int64_t cols, int64_t experts,
+                              const std::string &name = "") const;
+  /// The checkpoint's packed weight a quantized matmul reads (this expert
+  /// body's instance), or null when --quant quantizes it.
+  const PackedWeight *packedOf(const ir::LinearWeightUse &u) const;
+  /// The first of the `experts` instances of a per-expert weight pattern
+  /// when all are packed in one layout without act-order (one stack of
+  /// codes can hold them), else null.
+  const PackedWeight *commonPacked(const std::string &pattern,
+                                   int64_t experts) const;
+  bool samePackedLayouts(const ir::LinearWeightUse &u, int64_t experts) const;
+  /// `x` gathered along its last axis by `perm`, one Gather per pair.
+  std::string permutedInput(const std::string &x,
+                            const std::vector<int32_t> &perm);
   /// The weight's name as this expert body instance sees it.
   std::string paramName(const ir::Op &param) const;
   bool lowerQuantizedMatMul(const ir::Op &op, const ir::LinearWeightUse &u);
   bool lowerQuantizedGather(const ir::Op &op);
+  /// A grouped projection's batched matmul on its codes, group by group.
+  bool lowerGroupedQuantized(const ir::Op &op, const ir::GroupedWeightUse &u);
 };
 
 } // namespace archc

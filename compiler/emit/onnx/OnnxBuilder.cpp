@@ -153,6 +153,13 @@ std::string GraphBuilder::i64(const std::vector<int64_t> &values) {
              {static_cast<int64_t>(values.size())}, "i64");
 }
 
+std::string GraphBuilder::i32(const std::vector<int32_t> &values) {
+  std::string bytes(values.size() * 4, '\0');
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return raw(bytes, onnx::TensorProto_DataType_INT32,
+             {static_cast<int64_t>(values.size())}, "i32");
+}
+
 std::string GraphBuilder::i64Scalar(int64_t v) {
   std::string bytes(8, '\0');
   std::memcpy(bytes.data(), &v, 8);

@@ -98,6 +98,8 @@ public:
 
   /// Constants (Constant nodes). Cached by value.
   std::string i64(const std::vector<int64_t> &values);
+  /// An int32 vector constant (a Gather's indices: half the bytes of i64).
+  std::string i32(const std::vector<int32_t> &values);
   std::string i64Scalar(int64_t v);
   std::string f32(const std::vector<float> &values,
                   const std::vector<int64_t> &shape);

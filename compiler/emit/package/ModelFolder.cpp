@@ -10,10 +10,9 @@
 
 namespace archc {
 
-std::string folderModelFile(ir::DType dtype, const ir::QuantOptions &quant) {
-  std::string tag = ir::quantFileTag(quant, dtype);
-  if (!tag.empty())
-    return "model_" + tag + ".onnx";
+std::string folderModelFile(ir::DType dtype, const std::string &quantTag) {
+  if (!quantTag.empty())
+    return "model_" + quantTag + ".onnx";
   if (dtype == ir::DType::F16)
     return "model_fp16.onnx";
   if (dtype == ir::DType::BF16)

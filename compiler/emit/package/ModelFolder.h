@@ -23,15 +23,15 @@
 namespace archc {
 
 /// The file name of the model inside OUT/onnx/ for the activation dtype
-/// and the weight quantization (`--quant`), after transformers.js 4.3.1's
+/// and the weights' quantization tag (`--quant`'s or a quantized
+/// checkpoint's codes', WeightStorage::fileTag), after transformers.js 4.3.1's
 /// dtype suffixes: model.onnx (fp32), model_fp16.onnx, model_q4.onnx,
 /// model_q4f16.onnx, model_int8.onnx (8-bit MatMulNBits weights, f32
 /// activations). Combinations without a transformers.js dtype are named by
 /// the same rule so that they never overwrite another variant:
 /// model_bf16.onnx, model_int8f16.onnx, model_q4bf16.onnx,
 /// model_int8bf16.onnx (ir::quantFileTag).
-std::string folderModelFile(ir::DType dtype,
-                            const ir::QuantOptions &quant = {});
+std::string folderModelFile(ir::DType dtype, const std::string &quantTag = "");
 
 /// transformers.js 4.3.1's dtype of the model file folderModelFile names
 /// ("fp32", "fp16", "q4", "q4f16", "int8"), or "" where it has none (bf16

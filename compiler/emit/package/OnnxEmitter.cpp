@@ -105,7 +105,16 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   onnx::GraphProto *graph = model.mutable_graph();
   graph->set_name(m.name);
 
-  WeightStorage storage(m, opts.quant, opts.checkpointQuant);
+  WeightStorage storage(m, opts.quant, opts.checkpointQuant,
+                        source == WeightSource::Checkpoint ? &ckpt : nullptr);
+  if (opts.quant.readerOptionsGiven && !storage.anyQuantized()) {
+    diags.error(SourceRange(),
+                "--quant-accuracy, --quant-unroll-experts and --quant-qmoe "
+                "apply to quantized weights, and this model has none (no "
+                "--quant; the checkpoint stores no GPTQ, AWQ or "
+                "compressed-tensors codes a matmul reads)");
+    return false;
+  }
   std::unique_ptr<WeightPlan> planned =
       makeWeightPlan(m, source, &ckpt, opts.seed, storage);
   WeightPlan &plan = *planned;
@@ -149,7 +158,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   if (opts.folder) {
     outDir = opts.output;
     modelRel =
-        fs::path("onnx") / folderModelFile(m.activationDType, opts.quant);
+        fs::path("onnx") /
+        folderModelFile(m.activationDType, storage.fileTag(m.activationDType));
   } else {
     fs::path target(opts.output);
     outDir = target.parent_path();

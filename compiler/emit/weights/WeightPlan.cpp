@@ -23,11 +23,13 @@ namespace archc {
 using namespace weights;
 
 WeightPlan::WeightPlan(WeightSource source, const Checkpoint *ckpt,
-                       uint64_t seed, const ir::CheckpointQuant &ckptQuant)
+                       uint64_t seed, const ir::CheckpointQuant &ckptQuant,
+                       const PackedWeights *packed)
     : source(source), ckpt(ckpt), seed(seed), ckptQuant(ckptQuant),
-      tile(kDefaultTileBytes), scratch(std::make_unique<weights::Scratch>()) {
+      packed(packed), tile(kDefaultTileBytes),
+      scratch(std::make_unique<weights::Scratch>()) {
   if (source == WeightSource::Checkpoint && ckpt)
-    binder = std::make_unique<CheckpointBinder>(*ckpt, ckptQuant);
+    binder = std::make_unique<CheckpointBinder>(*ckpt, ckptQuant, packed);
   // Tests bind with tiles of a few elements: every band and tile edge.
   if (const char *env = std::getenv("ARCHC_WEIGHT_TILE_BYTES"))
     if (uint64_t bytes = std::strtoull(env, nullptr, 10))
@@ -136,6 +138,8 @@ const std::string &WeightPlan::useExpertBlocks(
   assert((!vectors || (layout.axis == 0 && !layout.transposed)) &&
          "a vector is cut along its length");
   std::vector<ir::SymExpr> m(view.dims.begin() + 1, view.dims.end());
+  if (layout.rowCount > 0)
+    m[0] = ir::SymExpr(layout.rowCount);
   if (layout.transposed)
     std::swap(m[0], m[1]);
   // The sources' rows alternate.
@@ -354,7 +358,8 @@ makeWeightPlan(const ir::Module &m, WeightSource source, const Checkpoint *ckpt,
                uint64_t seed, const WeightStorage &storage) {
   auto plan = std::make_unique<WeightPlan>(
       source, source == WeightSource::Checkpoint ? ckpt : nullptr, seed,
-      storage.checkpoint());
+      storage.checkpoint(),
+      source == WeightSource::Checkpoint ? storage.packed() : nullptr);
   std::set<std::string> inOut;
   for (const ir::LinearWeightUse &u : ir::findLinearWeightUses(m))
     if (u.slice && u.inOut)

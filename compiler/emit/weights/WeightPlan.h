@@ -94,8 +94,13 @@ enum class QuantRead {
 
 class WeightPlan {
 public:
+  /// `packed`: the catalog of the checkpoint's integer codes the storage
+  /// decisions used (WeightStorage::packed()); a quantized entry whose
+  /// weight (or every member of whose stack) it holds is written with the
+  /// checkpoint's codes, scales and zero points instead of quantized.
   WeightPlan(WeightSource source, const Checkpoint *ckpt, uint64_t seed,
-             const ir::CheckpointQuant &ckptQuant = {});
+             const ir::CheckpointQuant &ckptQuant = {},
+             const PackedWeights *packed = nullptr);
   ~WeightPlan();
 
   /// Registers a weight used by the graph as a float (or integer) tensor;
@@ -157,6 +162,10 @@ public:
     /// Not cut: block 0 is the whole matrix, the blocks after it zeros (a
     /// bias added once per expert).
     bool firstPartOnly = false;
+    /// Only rows [firstRow, firstRow + rowCount) of each source slice (as
+    /// the view has it, before transposing); 0 rows: all of them (MLA's
+    /// U_K and U_V parts of one head's kv rows).
+    int64_t firstRow = 0, rowCount = 0;
   };
   /// A checkpoint tensor useExpertBlocks reads: its name and type.
   struct StackSource {
@@ -282,6 +291,7 @@ private:
   const Checkpoint *ckpt;
   uint64_t seed;
   ir::CheckpointQuant ckptQuant;
+  const PackedWeights *packed = nullptr;
   std::unique_ptr<CheckpointBinder> binder;
   std::set<std::string> inOutNames;
   std::vector<Entry> entries;
@@ -327,6 +337,16 @@ private:
                             WeightStats &stats, weights::RegionSink &codes,
                             weights::RegionSink &scales,
                             weights::RegionSink &zeroPoints) const;
+  /// The checkpoint's packed weights an entry's codes are copied from (the
+  /// weight, or its stack's members in order); empty when it is quantized.
+  std::vector<const PackedWeight *> packedSources(const Entry &e) const;
+  /// Appends the codes of `members` (`e.interleave` per expert, their rows
+  /// alternating) in the entry's layout, with their scales and zero points.
+  bool producePacked(const Entry &e,
+                     const std::vector<const PackedWeight *> &members,
+                     DiagnosticEngine &diags, WeightStats &stats,
+                     weights::RegionSink &codes, weights::RegionSink &scales,
+                     weights::RegionSink &zeroPoints) const;
   bool produceQuantized(const Entry &e, DiagnosticEngine &diags,
                         WeightStats &stats, weights::RegionSink &codes,
                         weights::RegionSink &scales,

@@ -373,7 +373,11 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
   // 1]), then as the block reads it ([mr, mc], transposed or not).
   const uint64_t sr = viewDim(1), sc = e.view.rank() == 3 ? viewDim(2) : 1;
   const uint64_t n = sr * sc;
-  const uint64_t mr = l.transposed ? sc : sr, mc = l.transposed ? sr : sc;
+  // The rows of the slice taken (all, or a range of them: MLA's U_K and
+  // U_V of kv_b_proj).
+  const uint64_t ur = l.rowCount > 0 ? static_cast<uint64_t>(l.rowCount) : sr;
+  const uint64_t first = static_cast<uint64_t>(l.firstRow) * sc;
+  const uint64_t mr = l.transposed ? sc : ur, mc = l.transposed ? ur : sc;
   // The expert's matrix: the sources' rows alternating, [g * mr, mc].
   const uint64_t rows = g * mr, cols = mc;
   const uint64_t parts = static_cast<uint64_t>(l.parts);
@@ -418,7 +422,7 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
       }
       const uint64_t r0 = l.axis == 0 ? p * bRows : 0;
       const uint64_t c0 = l.axis == 1 ? p * bCols : 0;
-      const uint64_t base = x * n;
+      const uint64_t base = x * n + first;
       for (uint64_t a = r0; a < r0 + bRows; a += T) {
         const uint64_t b = std::min(a + T, r0 + bRows);
         std::vector<LineRun> runs =

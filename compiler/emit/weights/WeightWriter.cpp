@@ -54,10 +54,126 @@ namespace {
 constexpr uint64_t kReleaseRows = 256;
 } // namespace
 
+std::vector<const PackedWeight *>
+WeightPlan::packedSources(const Entry &e) const {
+  if (!packed || e.blocks)
+    return {};
+  if (e.members.empty()) {
+    const PackedWeight *p = packed->get(e.name);
+    return p ? std::vector<const PackedWeight *>{p}
+             : std::vector<const PackedWeight *>{};
+  }
+  std::vector<const PackedWeight *> out;
+  for (const std::string &m : e.members) {
+    const PackedWeight *p = packed->get(m);
+    if (!p)
+      return {};
+    out.push_back(p);
+  }
+  return out;
+}
+
+bool WeightPlan::producePacked(const Entry &e,
+                               const std::vector<const PackedWeight *> &members,
+                               DiagnosticEngine &diags, WeightStats &stats,
+                               RegionSink &codesSink, RegionSink &scalesSink,
+                               RegionSink &zeroPointsSink) const {
+  const ir::QuantLayout &l = e.layout;
+  const int64_t g = e.interleave;
+  for (const PackedWeight *p : members)
+    if (p->containerBits != l.bits || p->block != l.block ||
+        p->storeZeros == l.symmetric || p->cols != l.cols ||
+        p->rows * g != l.rows || e.parts != 1 ||
+        static_cast<int64_t>(members.size()) != l.experts * g) {
+      diags.error(SourceRange(),
+                  "internal: the codes of '{}' do not fit the layout of '{}' "
+                  "({} bits, block {})",
+                  p->name, e.name, l.bits, l.block);
+      return false;
+    }
+  const ir::DType sdt = scaleDType(e.type);
+  const int64_t ss = ir::dtypeBits(sdt) / 8;
+  const int64_t nb = l.blocksPerRow(), rowBytes = nb * l.blobBytes();
+  const int64_t zpb = l.zeroPointBytesPerRow(); // 0 when symmetric
+  // Rows of one member at a time, in tiles, appended as read; with G > 1
+  // members per expert (gate and up alternating) one expert's rows are held
+  // and interleaved, then appended.
+  const int64_t memberRows = l.rows / g;
+  const int64_t T = std::clamp<int64_t>(
+      static_cast<int64_t>(kChunkElems) / l.cols, 1, memberRows);
+  const int64_t held = g > 1 ? l.rows : T; // rows of the buffers below
+  std::vector<uint8_t> codes(static_cast<size_t>(held * rowBytes)),
+      scales(static_cast<size_t>(held * nb * ss)),
+      zeroPoints(static_cast<size_t>(held * zpb)),
+      tileCodes(static_cast<size_t>(T * rowBytes)),
+      tileZp(static_cast<size_t>(T * zpb));
+  std::vector<float> sc(static_cast<size_t>(T * nb));
+  auto flush = [&](int64_t rows) {
+    return codesSink.append(codes.data(), rows * rowBytes, diags) &&
+           scalesSink.append(scales.data(), rows * nb * ss, diags) &&
+           (zpb == 0 ||
+            zeroPointsSink.append(zeroPoints.data(), rows * zpb, diags));
+  };
+  for (int64_t x = 0; x < l.experts; ++x) {
+    for (int64_t j = 0; j < g; ++j) {
+      const PackedWeight &p = *members[x * g + j];
+      PackedReader reader(p, *ckpt);
+      for (int64_t n0 = 0; n0 < memberRows; n0 += T) {
+        const int64_t t = std::min(T, memberRows - n0);
+        reader.rows(n0, t, tileCodes.data(), sc.data(),
+                    zpb ? tileZp.data() : nullptr);
+        for (int64_t r = 0; r < t; ++r) {
+          // The row's place in the buffers (the expert's row when held).
+          const int64_t at = g > 1 ? (n0 + r) * g + j : r;
+          for (int64_t b = 0; b < nb; ++b) {
+            uint8_t *dst = scales.data() + (at * nb + b) * ss;
+            storeFloat(dst, sc[r * nb + b], sdt);
+            // MatMulNBits' scales take the activation dtype: a scale it
+            // cannot hold exactly would change the checkpoint's weights.
+            if (loadFloat(dst, sdt) != sc[r * nb + b]) {
+              diags.error(SourceRange(),
+                          "{}: the scale {} (output {}, input block {}) is "
+                          "not exact in {}, the dtype of MatMulNBits' "
+                          "scales with --dtype={}; --dtype=f32 keeps every "
+                          "scale of the checkpoint",
+                          p.scales->name, sc[r * nb + b], n0 + r, b,
+                          ir::dtypeName(sdt), ir::dtypeName(sdt));
+              return false;
+            }
+          }
+          std::memcpy(codes.data() + at * rowBytes,
+                      tileCodes.data() + r * rowBytes,
+                      static_cast<size_t>(rowBytes));
+          if (zpb)
+            std::memcpy(zeroPoints.data() + at * zpb, tileZp.data() + r * zpb,
+                        static_cast<size_t>(zpb));
+        }
+        if (g == 1 && !flush(t))
+          return false;
+      }
+      stats.bytesRead += reader.bytesRead();
+      // Its checkpoint pages are not needed again (memory stays bounded by
+      // one member, not the checkpoint).
+      for (const StTensor *t : p.tensors())
+        ckpt->file(t->file).release(t->data, t->size);
+    }
+    if (g > 1 && !flush(l.rows))
+      return false;
+  }
+  return true;
+}
+
 bool WeightPlan::produceQuantized(const Entry &e, DiagnosticEngine &diags,
                                   WeightStats &stats, RegionSink &codesSink,
                                   RegionSink &scalesSink,
                                   RegionSink &zeroPointsSink) const {
+  // The checkpoint's own codes, copied.
+  if (source == WeightSource::Checkpoint) {
+    std::vector<const PackedWeight *> members = packedSources(e);
+    if (!members.empty())
+      return producePacked(e, members, diags, stats, codesSink, scalesSink,
+                           zeroPointsSink);
+  }
   // A stack made of other tensors (quantizeStack): its float rows as the
   // float stack would be written.
   if (e.blocks || !e.members.empty())
