@@ -472,13 +472,17 @@ TEST(ModelFolder, FileNamesAndLayerTypes) {
   // transformers.js's dtype: the model file this run writes; kept from the
   // folder's config where this run's file has none; an input's own dtypes
   // (which name its folder's files) dropped.
+  auto dtype = [](ir::DType t, const ir::QuantOptions &q) {
+    return transformersJsDtype(t, ir::quantFileTag(q, t));
+  };
   EXPECT_EQ(transformersJsDtype(ir::DType::F32), "fp32");
   EXPECT_EQ(transformersJsDtype(ir::DType::F16), "fp16");
   EXPECT_EQ(transformersJsDtype(ir::DType::BF16), "");
-  EXPECT_EQ(transformersJsDtype(ir::DType::F32, int4), "q4");
-  EXPECT_EQ(transformersJsDtype(ir::DType::F16, int4), "q4f16");
-  EXPECT_EQ(transformersJsDtype(ir::DType::F32, int8), "int8");
-  EXPECT_EQ(transformersJsDtype(ir::DType::F16, int8), "");
+  EXPECT_EQ(dtype(ir::DType::F32, int4), "q4");
+  EXPECT_EQ(dtype(ir::DType::F16, int4), "q4f16");
+  EXPECT_EQ(dtype(ir::DType::F32, int8), "int8");
+  EXPECT_EQ(dtype(ir::DType::F16, int8), "");
+  EXPECT_EQ(dtype(ir::DType::BF16, int4), "");
   nlohmann::json withDtype = in;
   withDtype["transformers.js_config"] = {
       {"dtype", "q4f16"},

@@ -20,9 +20,7 @@ std::string folderModelFile(ir::DType dtype, const std::string &quantTag) {
   return "model.onnx";
 }
 
-std::string transformersJsDtype(ir::DType dtype,
-                                const ir::QuantOptions &quant) {
-  std::string tag = ir::quantFileTag(quant, dtype);
+std::string transformersJsDtype(ir::DType dtype, const std::string &tag) {
   if (tag == "q4" || tag == "q4f16" || tag == "int8")
     return tag;
   if (!tag.empty())

@@ -34,10 +34,12 @@ namespace archc {
 std::string folderModelFile(ir::DType dtype, const std::string &quantTag = "");
 
 /// transformers.js 4.3.1's dtype of the model file folderModelFile names
-/// ("fp32", "fp16", "q4", "q4f16", "int8"), or "" where it has none (bf16
-/// activations, int8 weights with half activations).
+/// for the same arguments ("fp32", "fp16", "q4", "q4f16", "int8"), or ""
+/// where it has none (bf16 activations, int8 weights with half
+/// activations): `quantTag` is the stored weights' tag, from --quant or a
+/// quantized checkpoint's own codes.
 std::string transformersJsDtype(ir::DType dtype,
-                                const ir::QuantOptions &quant = {});
+                                const std::string &quantTag = "");
 
 /// The per-layer kinds of the compiled graph, in the vocabulary of Hugging
 /// Face's `layer_types` ("full_attention", "linear_attention",

@@ -219,7 +219,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
         {genaiVariant, 0}};
     nlohmann::json outConfig = outputConfig(
         config, m, chunks, previous.is_object() ? &previous : nullptr,
-        transformersJsDtype(m.activationDType, opts.quant));
+        transformersJsDtype(m.activationDType,
+                            storage.fileTag(m.activationDType)));
     modelType = modelTypeOf(outConfig, m);
     if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
       return false;
@@ -362,7 +363,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
     if (opts.summary)
       printFolderSummary(
           set, outDir, modelRel, dataFiles.size(),
-          tjs.runs ? transformersJsDtype(m.activationDType, opts.quant)
+          tjs.runs ? transformersJsDtype(m.activationDType,
+                                         storage.fileTag(m.activationDType))
                    : std::string(),
           tjs.runs, writeGenai);
   }
