@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bounded fuzzing of archc's input parsers (docs/testing.md, "Fuzzing").
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]   (default 60 s each; all
-#   targets: arch config safetensors weights)
+#   targets: arch config safetensors weights index quantized folder)
 # Builds the libFuzzer targets with clang-14, ASan and UBSan (the
 # scripts/sanitize.sh build, ./build-asan), seeds each from the tree
 # (archs/, archs/configs/, lit/, a tiny checkpoint, the regression inputs),
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(arch config safetensors weights)
+[ ${#targets[@]} -gt 0 ] || targets=(arch config safetensors weights index quantized folder)
 if ! command -v clang++-14 >/dev/null ||
    ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   echo "fuzz.sh: needs clang++-14 and libFuzzer (Debian: apt-get install clang-14 libclang-rt-14-dev)" >&2
@@ -47,6 +47,25 @@ for t in "${targets[@]}"; do
       for dtype in F32 BF16; do
         build-asan/bin/archc archs/llama.arch --config archs/configs/tiny/llama.json -emit=weights |
           /usr/bin/python3 lit/Inputs/make_safetensors.py "$seeds/tiny-$dtype.safetensors" --dtype "$dtype"
+      done ;;
+    index)
+      # A real index of the tiny Llama in two shards.
+      build-asan/bin/archc archs/llama.arch --config archs/configs/tiny/llama.json -emit=weights |
+        /usr/bin/python3 lit/Inputs/make_safetensors.py "$work/$t/sharded" --shards 2
+      cp "$work/$t/sharded/model.safetensors.index.json" "$seeds/tiny-index.json" ;;
+    quantized)
+      # The released layouts: FP8 with F32 scales, DeepSeek-V4 FP8 + FP4,
+      # gpt-oss MXFP4.
+      for layout in "llama fp8" "llama v4" "gpt_oss mxfp4"; do
+        set -- $layout
+        build-asan/bin/archc "archs/$1.arch" --config "archs/configs/tiny/$1.json" -emit=weights |
+          /usr/bin/python3 lit/Inputs/make_quantized_checkpoint.py "archs/configs/tiny/$1.json" "$work/$t/$2" "$2"
+        cp "$work/$t/$2/model.safetensors" "$seeds/$2.safetensors"
+      done ;;
+    folder)
+      # Side files: a selector byte, then the content (ModelFolder.h).
+      for i in 0 1 2 7; do
+        { printf "\\$(printf '%03o' "$i")"; cat archs/configs/tiny/llama.json; } > "$seeds/side-$i"
       done ;;
   esac
   cp -r "fuzz/regressions/$t/." "$seeds/" 2>/dev/null || true

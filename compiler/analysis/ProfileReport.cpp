@@ -330,6 +330,26 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
         }
   ModelFacts facts = computeModelFacts(m);
   Precision bits{rt.effectiveWeightBits(), rt.activationBits, rt.kvBits};
+  // --per-op keeps an entry per op of every phase, point and device: a
+  // sweep within the row limit (Options.h) could still hold millions.
+  if (req.perOp) {
+    uint64_t ops = 0;
+    for (const OpProfile &o : profileOps(m, ProfilePoint{1, 1, 1}, bits))
+      ops += o.cost.flops != 0 || o.cost.bytes() != 0;
+    uint64_t phases = req.batches.size() *
+                      std::max<size_t>(1, req.seqs.size()) *
+                      (1 + std::max<size_t>(1, req.pasts.size()));
+    uint64_t entries = phases * ops * std::max<size_t>(1, devices.size());
+    if (entries > kMaxProfileOpEntries) {
+      diags.error(SourceRange(),
+                  "--per-op over this sweep holds {} op entries ({} phases x "
+                  "{} ops x {} devices), more than the limit of {}; sweep "
+                  "fewer points with --per-op",
+                  entries, phases, ops, std::max<size_t>(1, devices.size()),
+                  kMaxProfileOpEntries);
+      return false;
+    }
+  }
   // Weights as stored: the checkpoint's bytes (--weights), the ONNX
   // writer's quantized layout (--quant), or a block-quantized runtime
   // preset (w4a16, ...: Linear weights at its bits and group size, others

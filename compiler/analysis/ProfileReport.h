@@ -21,6 +21,11 @@
 
 namespace archc {
 
+/// The most per-op entries --per-op may hold: ops x phases (a prefill and
+/// each decode past) x points x devices; each is a JSON object of about
+/// 2 KB, held until the report is rendered (docs/limits.md).
+constexpr uint64_t kMaxProfileOpEntries = 131072;
+
 struct ProfileRequest {
   std::vector<int64_t> batches = {1};
   std::vector<int64_t> seqs = {2048};

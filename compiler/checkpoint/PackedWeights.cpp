@@ -402,7 +402,10 @@ PackedWeights::values(const PackedWeight &w) const {
   class Source : public FloatSource {
   public:
     Source(const PackedWeight &w, const Checkpoint &c) : w(w), reader(w, c) {}
-    void read(uint64_t start, uint64_t count, float *out) override {
+
+  protected:
+    // Checked as they stream by FloatSource::read.
+    void readValues(uint64_t start, uint64_t count, float *out) override {
       const uint64_t cols = static_cast<uint64_t>(w.cols);
       uint64_t e = start, end = start + count;
       while (e < end) {

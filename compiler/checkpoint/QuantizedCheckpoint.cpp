@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 
 namespace archc {
 
@@ -32,6 +34,47 @@ bool endsWith(const std::string &s, const std::string &suffix) {
 }
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// Why scale tensor `s` cannot scale `weight`: a NaN or Inf multiplier,
+/// or the ue8m0 NaN byte 0xFF; "" when every scale is finite. Scales are
+/// 1/16384 of their weight's size at 128 x 128 blocks: checked whole when
+/// bound, before any data is written.
+std::string badScale(const StTensor &s, const std::string &weight) {
+  uint64_t n = s.size / stDTypeSize(s.dtype);
+  uint64_t at = n;
+  std::string value;
+  if (s.dtype == StDType::F8E8M0 || s.dtype == StDType::U8) {
+    for (uint64_t i = 0; i < n && at == n; ++i)
+      if (s.data[i] == 0xFF)
+        at = i;
+    value = "the NaN ue8m0 value 0xFF";
+  } else {
+    at = firstNonFinite(s.data, n, s.dtype);
+    if (at < n) {
+      float f = 0;
+      if (s.dtype == StDType::F32)
+        std::memcpy(&f, s.data + at * 4, 4);
+      else if (s.dtype == StDType::F64) {
+        double d;
+        std::memcpy(&d, s.data + at * 8, 8);
+        f = static_cast<float>(d);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, s.data + at * 2, 2);
+        uint16_t mant = s.dtype == StDType::F16 ? (h & 0x3FF) : (h & 0x7F);
+        f = mant ? std::numeric_limits<float>::quiet_NaN()
+                 : ((h & 0x8000) ? -std::numeric_limits<float>::infinity()
+                                 : std::numeric_limits<float>::infinity());
+      }
+      value = nonFiniteName(f);
+    }
+  }
+  if (at >= n)
+    return "";
+  return fmt::format("{}: scale holds {} at element {} (the block of '{}' it "
+                     "scales would be non-finite)",
+                     s.name, value, at, weight);
+}
 
 /// `X.weight` -> `X.scale` (DeepSeek-V4); empty for other names.
 std::string dotScaleName(const std::string &name) {
@@ -162,6 +205,10 @@ CheckpointBinder::bindFp8(const std::string &name, const StTensor &w,
         shapeString(want)));
     return nullptr;
   }
+  if (std::string why = badScale(*s, name); !why.empty()) {
+    badQuant.push_back(why);
+    return nullptr;
+  }
   StoredTensor t;
   t.format = StoredTensor::Format::Fp8Block;
   t.data = &w;
@@ -201,6 +248,10 @@ CheckpointBinder::bindFp4(const std::string &name, const StTensor &w,
         "{}: FP4 scales must be F8_E8M0 {} (one per 32 inputs), got {} {}",
         s->name, shapeString(want), stDTypeName(s->dtype),
         shapeString(s->shape)));
+    return nullptr;
+  }
+  if (std::string why = badScale(*s, name); !why.empty()) {
+    badQuant.push_back(why);
     return nullptr;
   }
   StoredTensor t;
@@ -290,6 +341,10 @@ CheckpointBinder::bindMxfp4(const std::string &name,
     badQuant.push_back(fmt::format(
         "{}: MXFP4 scales must be U8 {} (one per 32 inputs), got {} {}", sn,
         shapeString(wantScales), stDTypeName(s->dtype), shapeString(s->shape)));
+    return nullptr;
+  }
+  if (std::string why = badScale(*s, name); !why.empty()) {
+    badQuant.push_back(why);
     return nullptr;
   }
   StoredTensor t;

@@ -7,19 +7,26 @@
 //
 //===----------------------------------------------------------------------===//
 #include "checkpoint/Safetensors.h"
+#include "support/BoundedJson.h"
 #include "support/FileRead.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace fs = std::filesystem;
 
@@ -77,6 +84,11 @@ const char *stDTypeName(StDType t) {
   return "?";
 }
 
+/// A name or value from a file, cut for a message.
+static std::string shortened(const std::string &s) {
+  return s.size() > 256 ? s.substr(0, 253) + "..." : s;
+}
+
 static bool parseStDType(const std::string &s, StDType &out) {
   static const std::map<std::string, StDType> names = {
       {"F64", StDType::F64},        {"F32", StDType::F32},
@@ -92,11 +104,30 @@ static bool parseStDType(const std::string &s, StDType &out) {
   return true;
 }
 
+namespace {
+/// Descriptors MappedFile keeps open (for copy_file_range): at most 256
+/// and a quarter of the process's limit, so a checkpoint of any number of
+/// shards never runs out of descriptors; a file past them is closed once
+/// mapped and copied from memory.
+std::atomic<unsigned> keptDescriptors{0};
+unsigned descriptorBudget() {
+  static const unsigned budget = [] {
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+      return 256u;
+    return static_cast<unsigned>(std::min<rlim_t>(256, r.rlim_cur / 4));
+  }();
+  return budget;
+}
+} // namespace
+
 MappedFile::~MappedFile() {
   if (base && length)
     munmap(const_cast<uint8_t *>(base), length);
-  if (fd >= 0)
+  if (fd >= 0) {
     ::close(fd);
+    --keptDescriptors;
+  }
 }
 
 bool MappedFile::open(const std::string &path, std::string &error) {
@@ -110,11 +141,23 @@ bool MappedFile::open(const std::string &path, std::string &error) {
   }
   if (length == 0) {
     base = nullptr;
+    ::close(fd);
+    fd = -1;
     return true;
   }
   void *p = mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, 0);
+  int mapError = errno;
+  // The mapping keeps the file; its descriptor stays open for the kernel's
+  // copies while the budget allows, else it is closed at once, so a
+  // checkpoint of any number of shards fits the descriptor limit.
+  if (p == MAP_FAILED || keptDescriptors >= descriptorBudget()) {
+    ::close(fd);
+    fd = -1;
+  } else {
+    ++keptDescriptors;
+  }
   if (p == MAP_FAILED) {
-    error = std::strerror(errno);
+    error = std::strerror(mapError);
     length = 0;
     return false;
   }
@@ -164,11 +207,32 @@ bool parseSafetensorsHeader(const uint8_t *data, uint64_t size,
     error = "header length " + std::to_string(n) + " is implausibly large";
     return false;
   }
+  // Bounded like every JSON a file controls (support/BoundedJson.h); a
+  // tensor named twice is an error, not the last copy.
+  std::string_view text(reinterpret_cast<const char *>(data + 8), n);
+  if (std::optional<size_t> at = firstJsonTooDeep(text, kMaxJsonDepth)) {
+    error = "header nested more than " + std::to_string(kMaxJsonDepth) +
+            " levels deep (the limit) at byte " + std::to_string(*at + 8);
+    return false;
+  }
   nlohmann::json header;
+  std::unordered_set<std::string> names;
+  std::string duplicate;
   try {
-    header = nlohmann::json::parse(data + 8, data + 8 + n);
+    auto callback = [&](int depth, nlohmann::json::parse_event_t ev,
+                        nlohmann::json &parsed) {
+      if (ev == nlohmann::json::parse_event_t::key && depth == 1 &&
+          !names.insert(parsed.get<std::string>()).second && duplicate.empty())
+        duplicate = parsed.get<std::string>();
+      return true;
+    };
+    header = nlohmann::json::parse(text.begin(), text.end(), callback);
   } catch (const std::exception &e) {
-    error = std::string("header is not valid JSON: ") + e.what();
+    error = "header is not valid JSON: " + cleanJsonParseMessage(e.what());
+    return false;
+  }
+  if (!duplicate.empty()) {
+    error = "tensor '" + shortened(duplicate) + "' appears twice in the header";
     return false;
   }
   if (!header.is_object()) {
@@ -185,15 +249,18 @@ bool parseSafetensorsHeader(const uint8_t *data, uint64_t size,
     StTensor t;
     t.name = it.key();
     auto fail = [&](const std::string &why) {
-      error = "tensor '" + t.name + "': " + why;
+      error = "tensor '" + shortened(t.name) + "': " + why;
       return false;
     };
     if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") ||
         !v.contains("data_offsets"))
       return fail("needs dtype, shape and data_offsets");
-    if (!v["dtype"].is_string() ||
-        !parseStDType(v["dtype"].get<std::string>(), t.dtype))
-      return fail("unsupported dtype " + v["dtype"].dump());
+    if (!v["dtype"].is_string())
+      return fail(std::string("dtype is not a string but ") +
+                  v["dtype"].type_name());
+    if (!parseStDType(v["dtype"].get<std::string>(), t.dtype))
+      return fail("unsupported dtype \"" +
+                  shortened(v["dtype"].get<std::string>()) + "\"");
     if (!v["shape"].is_array())
       return fail("shape is not a list");
     uint64_t numel = 1;
@@ -272,6 +339,23 @@ bool Checkpoint::openFile(const std::string &path, DiagnosticEngine &diags) {
   return true;
 }
 
+namespace {
+/// Why a shard name of an index may not be read: empty, absolute, or with
+/// a `..` component; "" when it is a plain relative path.
+std::string badShardName(const std::string &shard) {
+  if (shard.empty())
+    return "an empty file name";
+  if (shard[0] == '/')
+    return "an absolute path";
+  if (shard.find('\0') != std::string::npos)
+    return "a name with a NUL byte";
+  for (const auto &part : fs::path(shard))
+    if (part == "..")
+      return "a path out of the folder ('..')";
+  return "";
+}
+} // namespace
+
 bool Checkpoint::openIndex(const std::string &path, DiagnosticEngine &diags) {
   std::string text, readError;
   if (!readRegularFile(path, kMaxIndexBytes, text, readError)) {
@@ -279,48 +363,118 @@ bool Checkpoint::openIndex(const std::string &path, DiagnosticEngine &diags) {
                 readError);
     return false;
   }
-  nlohmann::json index;
+  // One streaming pass (linear in the index: 250,000 entries take well
+  // under a second): the weight_map entries are collected as they are
+  // parsed, nothing else of the document is kept, and a tensor listed
+  // twice is an error naming both files.
+  if (std::optional<size_t> at = firstJsonTooDeep(text, kMaxJsonDepth)) {
+    diags.error(SourceRange(),
+                "invalid checkpoint index '{}': nested more than {} levels "
+                "deep (the limit) at byte {}",
+                path, kMaxJsonDepth, *at);
+    return false;
+  }
+  std::vector<std::pair<std::string, std::string>> entries;
+  std::unordered_map<std::string, size_t> entryOf;
+  std::string problem;
+  bool sawWeightMap = false;
+  std::string key;
+  bool inWeightMap = false;
   try {
-    index = nlohmann::json::parse(text);
+    using E = nlohmann::json::parse_event_t;
+    auto callback = [&](int depth, E ev, nlohmann::json &parsed) -> bool {
+      if (ev == E::key && depth == 1) {
+        key = parsed.get<std::string>();
+        return true;
+      }
+      if (depth == 1 && key == "weight_map" &&
+          (ev == E::object_start || ev == E::array_start))
+        inWeightMap = ev == E::object_start;
+      if (depth == 1 && key == "weight_map" && ev == E::object_start) {
+        sawWeightMap = true;
+        return true;
+      }
+      if (inWeightMap && depth == 2 && ev == E::key) {
+        key = "weight_map/" + parsed.get<std::string>();
+        return true;
+      }
+      if (inWeightMap && depth == 2 && ev == E::value) {
+        std::string tensor = key.substr(11);
+        if (!parsed.is_string()) {
+          if (problem.empty())
+            problem = "entry '" + shortened(tensor) +
+                      "' is not a file name but " + parsed.type_name();
+          return false;
+        }
+        std::string file = parsed.get<std::string>();
+        auto [it, fresh] = entryOf.emplace(tensor, entries.size());
+        if (!fresh && problem.empty())
+          problem = "tensor '" + shortened(tensor) + "' is listed twice (in '" +
+                    shortened(entries[it->second].second) + "' and '" +
+                    shortened(file) + "')";
+        if (fresh)
+          entries.emplace_back(tensor, std::move(file));
+        return false; // not kept in the document
+      }
+      if (inWeightMap && depth == 2 &&
+          (ev == E::object_start || ev == E::array_start)) {
+        if (problem.empty())
+          problem =
+              "entry '" + shortened(key.substr(11)) + "' is not a file name";
+        return true;
+      }
+      if (inWeightMap && depth == 1 && ev == E::object_end) {
+        inWeightMap = false;
+        key.clear();
+      }
+      return true;
+    };
+    nlohmann::json::parse(text, callback);
   } catch (const std::exception &e) {
     diags.error(SourceRange(), "invalid checkpoint index '{}': {}", path,
-                e.what());
+                cleanJsonParseMessage(e.what()));
     return false;
   }
-  if (!index.is_object() || !index.contains("weight_map") ||
-      !index["weight_map"].is_object()) {
-    diags.error(SourceRange(), "invalid checkpoint index '{}': no weight_map",
-                path);
+  if (problem.empty() && !sawWeightMap)
+    problem = "no weight_map";
+  if (!problem.empty()) {
+    diags.error(SourceRange(), "invalid checkpoint index '{}': {}", path,
+                problem);
     return false;
   }
-  std::vector<std::string> shards;
-  for (auto it = index["weight_map"].begin(); it != index["weight_map"].end();
-       ++it) {
-    if (!it.value().is_string()) {
+  // Each shard once, in the order the index names them, opened as soon as
+  // it is checked (the first absent one ends the work at once); a name that
+  // leaves the folder (`..`, an absolute path, a symlink out of it) is
+  // refused before the file is opened.
+  fs::path dir = fs::path(path).parent_path();
+  FolderBounds bounds(dir.empty() ? std::string(".") : dir.string());
+  std::unordered_map<std::string, size_t> shardIndex;
+  size_t firstFile = mapped.size();
+  for (const auto &[tensor, shard] : entries) {
+    if (shardIndex.count(shard))
+      continue;
+    std::string why = badShardName(shard);
+    if (why.empty())
+      bounds.contains((dir / shard).string(), why);
+    if (!why.empty()) {
       diags.error(SourceRange(),
-                  "invalid checkpoint index '{}': entry '{}' "
-                  "is not a file name",
-                  path, it.key());
+                  "checkpoint index '{}' lists '{}' in '{}', {}; archc reads "
+                  "only the shards inside the checkpoint's folder",
+                  path, shortened(tensor), shortened(shard), why);
       return false;
     }
-    std::string shard = it.value().get<std::string>();
-    if (std::find(shards.begin(), shards.end(), shard) == shards.end())
-      shards.push_back(shard);
-  }
-  fs::path dir = fs::path(path).parent_path();
-  for (const std::string &s : shards)
-    if (!openFile((dir / s).string(), diags))
+    shardIndex.emplace(shard, shardIndex.size());
+    if (!openFile((dir / shard).string(), diags))
       return false;
+  }
   // The index must agree with the shards' headers.
-  for (auto it = index["weight_map"].begin(); it != index["weight_map"].end();
-       ++it) {
-    const StTensor *t = find(it.key());
-    std::string shard = it.value().get<std::string>();
-    if (!t || fs::path(mapped[t->file]->path()).filename() != shard) {
+  for (const auto &[tensor, shard] : entries) {
+    const StTensor *t = find(tensor);
+    if (!t || t->file != firstFile + shardIndex[shard]) {
       diags.error(SourceRange(),
                   "checkpoint index '{}' lists '{}' in '{}' "
                   "but that shard does not hold it",
-                  path, it.key(), shard);
+                  path, shortened(tensor), shortened(shard));
       return false;
     }
   }
@@ -330,12 +484,22 @@ bool Checkpoint::openIndex(const std::string &path, DiagnosticEngine &diags) {
 bool Checkpoint::open(const std::string &path, DiagnosticEngine &diags) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
+    // Hugging Face's order (transformers' modeling_utils: model.safetensors
+    // before model.safetensors.index.json): a folder holding both binds the
+    // single file, as from_pretrained does.
     fs::path index = fs::path(path) / "model.safetensors.index.json";
+    fs::path single = fs::path(path) / "model.safetensors";
+    if (fs::exists(single, ec)) {
+      if (fs::exists(index, ec))
+        diags.report(Severity::Note, SourceRange(),
+                     fmt::format("'{}' holds both model.safetensors and "
+                                 "model.safetensors.index.json: binding "
+                                 "model.safetensors, as Hugging Face loads it",
+                                 path));
+      return openFile(single.string(), diags);
+    }
     if (fs::exists(index, ec))
       return openIndex(index.string(), diags);
-    fs::path single = fs::path(path) / "model.safetensors";
-    if (fs::exists(single, ec))
-      return openFile(single.string(), diags);
     // Several files without an index: every *.safetensors of the folder
     // (a fixture's expected.safetensors is never a checkpoint file); a
     // tensor in two of them is an error.

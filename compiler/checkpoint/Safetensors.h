@@ -54,12 +54,18 @@ struct StTensor {
 /// A read-only memory-mapped file.
 class MappedFile {
 public:
+  MappedFile() = default;
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
   ~MappedFile();
   bool open(const std::string &path, std::string &error);
   const uint8_t *data() const { return base; }
   uint64_t size() const { return length; }
   const std::string &path() const { return filePath; }
-  /// The open file (for copies made by the kernel, copy_file_range).
+  /// The open file (for copies made by the kernel, copy_file_range), or -1
+  /// past the budget of descriptors kept open (the data is then copied
+  /// from the mapping; a checkpoint of any number of shards fits the
+  /// descriptor limit).
   int descriptor() const { return fd; }
   /// Tells the kernel the range, rounded out to whole pages, is not needed
   /// now (keeps RSS bounded when streaming through a large file; a page

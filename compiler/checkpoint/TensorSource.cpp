@@ -10,6 +10,8 @@
 
 #include "support/FloatConvert.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -53,6 +55,69 @@ float decodeE2M1(uint8_t nibble) {
                                   4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
                                   -2.0f, -3.0f, -4.0f, -6.0f};
   return table[nibble & 0xF];
+}
+
+std::string nonFiniteName(float value) {
+  if (std::isnan(value))
+    return "NaN";
+  return value > 0 ? "Inf" : "-Inf";
+}
+
+std::string FloatSource::describeNonFinite(uint64_t element,
+                                           float value) const {
+  return "element " + std::to_string(element) + " is " + nonFiniteName(value);
+}
+
+uint64_t firstNonFinite(const uint8_t *p, uint64_t count, StDType dtype) {
+  switch (dtype) {
+  case StDType::F32:
+    for (uint64_t i = 0; i < count; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, p + i * 4, 4);
+      if ((bits & 0x7F800000u) == 0x7F800000u)
+        return i;
+    }
+    return count;
+  case StDType::F16:
+  case StDType::BF16: {
+    uint16_t mask = dtype == StDType::F16 ? 0x7C00 : 0x7F80;
+    for (uint64_t i = 0; i < count; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, p + i * 2, 2);
+      if ((bits & mask) == mask)
+        return i;
+    }
+    return count;
+  }
+  case StDType::F64:
+    for (uint64_t i = 0; i < count; ++i) {
+      double d;
+      std::memcpy(&d, p + i * 8, 8);
+      if (!std::isfinite(d))
+        return i;
+    }
+    return count;
+  default:
+    return count;
+  }
+}
+
+namespace {
+float loadFloat(const uint8_t *p, StDType t);
+} // namespace
+
+std::string describeNonFiniteElement(const StTensor &t, uint64_t element) {
+  const uint8_t *p = t.data + element * stDTypeSize(t.dtype);
+  if (t.dtype == StDType::F64) {
+    double d;
+    std::memcpy(&d, p, 8);
+    if (std::isfinite(d))
+      return fmt::format("'{}' element {} ({:g}, F64) overflows f32", t.name,
+                         element, d);
+  }
+  return fmt::format("'{}' holds {} at element {} ({})", t.name,
+                     nonFiniteName(loadFloat(p, t.dtype)), element,
+                     stDTypeName(t.dtype));
 }
 
 namespace {
@@ -114,7 +179,7 @@ class PlainSource : public FloatSource {
 public:
   PlainSource(const StTensor &t, const MappedFile &f)
       : t(t), f(f), size(stDTypeSize(t.dtype)) {}
-  void read(uint64_t start, uint64_t count, float *out) override {
+  void readValues(uint64_t start, uint64_t count, float *out) override {
     const uint8_t *p = t.data + start * size;
     uint16_t h;
     // One loop per dtype (the common ones vectorise).
@@ -144,6 +209,11 @@ public:
     f.release(t.data + start * size, count * size);
   }
 
+protected:
+  std::string describeNonFinite(uint64_t element, float) const override {
+    return describeNonFiniteElement(t, element);
+  }
+
 private:
   const StTensor &t;
   const MappedFile &f;
@@ -156,7 +226,7 @@ public:
                  const MappedFile &sf, int64_t br, int64_t bc)
       : w(w), wf(wf), s(s), sf(sf), br(br), bc(bc), cols(w.shape[1]),
         scaleCols((w.shape[1] + bc - 1) / bc) {}
-  void read(uint64_t start, uint64_t count, float *out) override {
+  void readValues(uint64_t start, uint64_t count, float *out) override {
     const float *table = e4m3Table().v;
     // Runs of one block row segment share a scale.
     uint64_t e = start, end = start + count;
@@ -189,6 +259,25 @@ public:
     sf.release(s.data + b0 * rowBytes, (b1 - b0 + 1) * rowBytes);
   }
 
+protected:
+  std::string describeNonFinite(uint64_t element, float value) const override {
+    uint8_t code = w.data[element];
+    if ((code & 0x7F) == 0x7F)
+      return fmt::format("'{}' holds the F8_E4M3 NaN code {:#04x} at element "
+                         "{}",
+                         w.name, code, element);
+    int64_t r = static_cast<int64_t>(element / cols),
+            c = static_cast<int64_t>(element % cols);
+    uint64_t si = static_cast<uint64_t>((r / br) * scaleCols + c / bc);
+    std::string ignored;
+    float scale = loadScale(s, si, ignored);
+    if (!std::isfinite(scale))
+      return fmt::format("scale tensor '{}' holds {} at element {}", s.name,
+                         nonFiniteName(scale), si);
+    return fmt::format("'{}' element {} (code {:#04x} times scale {}) is {}",
+                       w.name, element, code, scale, nonFiniteName(value));
+  }
+
 private:
   const StTensor &w;
   const MappedFile &wf;
@@ -203,7 +292,7 @@ public:
                   const MappedFile &sf, int64_t cols)
       : p(p), pf(pf), s(s), sf(sf), cols(cols), packedCols(p.shape[1]),
         scaleCols(s.shape[1]) {}
-  void read(uint64_t start, uint64_t count, float *out) override {
+  void readValues(uint64_t start, uint64_t count, float *out) override {
     for (uint64_t i = 0; i < count; ++i) {
       uint64_t e = start + i;
       int64_t r = static_cast<int64_t>(e / cols),
@@ -239,7 +328,7 @@ public:
               const MappedFile &sf, int64_t cols, bool transposed)
       : b(b), bf(bf), s(s), sf(sf), rows(b.shape[1]), cols(cols),
         groups(b.shape[2]), transposed(transposed) {}
-  void read(uint64_t start, uint64_t count, float *out) override {
+  void readValues(uint64_t start, uint64_t count, float *out) override {
     uint64_t matrix = static_cast<uint64_t>(rows * cols);
     for (uint64_t i = 0; i < count; ++i) {
       uint64_t e = start + i;
@@ -296,7 +385,7 @@ uint64_t fnv1a(const std::string &s) {
 class RandomSource : public FloatSource {
 public:
   explicit RandomSource(uint64_t state) : state(state) {}
-  void read(uint64_t start, uint64_t count, float *out) override {
+  void readValues(uint64_t start, uint64_t count, float *out) override {
     for (uint64_t i = 0; i < count; ++i) {
       uint64_t z = state + (start + i + 1) * 0x9E3779B97F4A7C15ull;
       z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -313,7 +402,7 @@ private:
 
 class ZeroSource : public FloatSource {
 public:
-  void read(uint64_t, uint64_t count, float *out) override {
+  void readValues(uint64_t, uint64_t count, float *out) override {
     std::memset(out, 0, count * sizeof(float));
   }
 };

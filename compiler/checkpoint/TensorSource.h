@@ -15,6 +15,7 @@
 
 #include "checkpoint/Safetensors.h"
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,8 +26,21 @@ namespace archc {
 class FloatSource {
 public:
   virtual ~FloatSource() = default;
-  /// Reads logical elements [start, start + count) into `out`.
-  virtual void read(uint64_t start, uint64_t count, float *out) = 0;
+  /// Reads logical elements [start, start + count) into `out`. Every value
+  /// is checked as it streams: the first non-finite one (a NaN or Inf in a
+  /// float checkpoint, a NaN or Inf scale, the e4m3 NaN code, a code times
+  /// its scale beyond f32) sets `error`, which names the tensor, the element
+  /// and the cause (docs/limits.md, "Weights are validated as they stream").
+  void read(uint64_t start, uint64_t count, float *out) {
+    readValues(start, count, out);
+    if (!error.empty())
+      return;
+    for (uint64_t i = 0; i < count; ++i)
+      if (!std::isfinite(out[i])) {
+        error = describeNonFinite(start + i, out[i]);
+        return;
+      }
+  }
   /// The source pages behind [start, start + count) are no longer needed
   /// (keeps memory bounded when streaming a mapped file).
   virtual void release(uint64_t start, uint64_t count) {
@@ -37,7 +51,24 @@ public:
   uint64_t bytesRead = 0;
   /// A problem found while reading (e.g. a NaN ue8m0 scale); empty if none.
   std::string error;
+
+protected:
+  /// The values of [start, start + count), unchecked.
+  virtual void readValues(uint64_t start, uint64_t count, float *out) = 0;
+  /// Why logical element `element` came out as `value` (not finite).
+  virtual std::string describeNonFinite(uint64_t element, float value) const;
 };
+
+/// "NaN", "Inf" or "-Inf".
+std::string nonFiniteName(float value);
+
+/// The first element of `count` raw `dtype` values at `p` (F32, F16, BF16,
+/// F64) that is not finite, or `count` when all are (other dtypes: all).
+uint64_t firstNonFinite(const uint8_t *p, uint64_t count, StDType dtype);
+
+/// Why element `element` of float checkpoint tensor `t` is not finite as
+/// f32: "'NAME' holds NaN at element 12 (F32)", or an F64 value beyond f32.
+std::string describeNonFiniteElement(const StTensor &t, uint64_t element);
 
 /// Values of float checkpoint tensor `t` (F32, F16, BF16, F64).
 std::unique_ptr<FloatSource> plainSource(const StTensor &t,

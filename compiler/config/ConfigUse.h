@@ -18,8 +18,11 @@
 #ifndef ARCHC_CONFIG_CONFIGUSE_H
 #define ARCHC_CONFIG_CONFIGUSE_H
 
+#include "support/SourceMgr.h"
+
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -45,6 +48,9 @@ public:
   /// The pointers of keys under the root and the opened objects that were
   /// neither consumed nor opened themselves, in document order.
   std::vector<std::string> unused(const nlohmann::json &root) const;
+
+  /// Where config.json's keys are (for notes at a key); may stay unset.
+  std::function<SourceRange(const std::string &pointer)> locate;
 
 private:
   std::set<std::string> consumed;

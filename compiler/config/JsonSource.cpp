@@ -10,10 +10,13 @@
 // such literal outside a string is replaced by a string sentinel of the same
 // length (so every offset stays where it was); when the parser reports that
 // string value, which ends exactly where the literal ended, it becomes the
-// floating-point value.
+// floating-point value. Infinity is a bound some families take; NaN is
+// refused at its position wherever it appears (support/BoundedJson.h holds
+// the scanners).
 //
 //===----------------------------------------------------------------------===//
 #include "config/JsonSource.h"
+#include "support/BoundedJson.h"
 #include "support/FileRead.h"
 
 #include <cmath>
@@ -53,103 +56,6 @@ struct TrackingIterator {
   bool operator!=(const TrackingIterator &o) const { return p != o.p; }
 };
 
-/// The non-finite literals of Python's json module, each with its
-/// same-length string sentinel.
-struct NonFiniteLiteral {
-  std::string_view literal;
-  std::string_view sentinel;
-  double value;
-};
-const NonFiniteLiteral kNonFinite[] = {
-    {"-Infinity", "\"-Infini\"", -std::numeric_limits<double>::infinity()},
-    {"Infinity", "\"Infini\"", std::numeric_limits<double>::infinity()},
-    {"NaN", "\"N\"", std::numeric_limits<double>::quiet_NaN()},
-};
-
-bool isWordChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '+' || c == '-';
-}
-
-/// Calls `visit(i)` for each offset `i` of `text` outside string literals,
-/// in order; `visit` returns how many characters after `i` it consumed, or
-/// kStopScan to end the scan.
-constexpr size_t kStopScan = static_cast<size_t>(-1);
-template <typename Visit>
-void scanOutsideStrings(std::string_view text, Visit &&visit) {
-  bool inString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '"') {
-      inString = true;
-      continue;
-    }
-    size_t consumed = visit(i);
-    if (consumed == kStopScan)
-      return;
-    i += consumed;
-  }
-}
-
-/// Replaces the non-finite literals outside strings by their sentinels in
-/// `text` (of the same length, so the scan's view stays valid); returns the
-/// value of each, keyed by the offset just past it.
-std::unordered_map<size_t, double> substituteNonFinite(std::string &text) {
-  std::unordered_map<size_t, double> values;
-  scanOutsideStrings(text, [&](size_t i) -> size_t {
-    if (i > 0 && isWordChar(text[i - 1]))
-      return 0;
-    for (const NonFiniteLiteral &l : kNonFinite) {
-      size_t n = l.literal.size();
-      if (text.compare(i, n, l.literal) != 0 ||
-          (i + n < text.size() && isWordChar(text[i + n])))
-        continue;
-      text.replace(i, n, l.sentinel);
-      values[i + n] = l.value;
-      return n - 1;
-    }
-    return 0;
-  });
-  return values;
-}
-
-/// The offset of the first bracket nested deeper than `limit` outside
-/// strings, if any. Checked before parsing so that a config's cost stays
-/// linear in its size: each key's JSON pointer is as long as its path.
-std::optional<size_t> firstTooDeep(std::string_view text, size_t limit) {
-  size_t depth = 0;
-  std::optional<size_t> found;
-  scanOutsideStrings(text, [&](size_t i) -> size_t {
-    char c = text[i];
-    if (c == '{' || c == '[') {
-      if (++depth > limit) {
-        found = i;
-        return kStopScan;
-      }
-    } else if ((c == '}' || c == ']') && depth > 0) {
-      --depth;
-    }
-    return 0;
-  });
-  return found;
-}
-
-/// Puts the original literals back into a parser message.
-std::string restoreLiterals(std::string msg) {
-  for (const NonFiniteLiteral &l : kNonFinite)
-    for (size_t at = msg.find(l.sentinel); at != std::string::npos;
-         at = msg.find(l.sentinel, at + l.literal.size()))
-      msg.replace(at, l.sentinel.size(), l.literal);
-  return msg;
-}
-
 std::string escapePointerToken(const std::string &key) {
   std::string out;
   for (char c : key) {
@@ -185,14 +91,14 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
   src->sm = &sm;
   std::string parsedText(sm.getText(fileId));
   std::unordered_map<size_t, double> nonFinite =
-      substituteNonFinite(parsedText);
+      substituteJsonNonFinite(parsedText);
   std::string_view text = parsedText;
   const char *base = text.data();
   const char *furthest = base;
   TrackingIterator first{base, &furthest};
   TrackingIterator last{base + text.size(), nullptr};
 
-  if (std::optional<size_t> at = firstTooDeep(text, kMaxConfigDepth)) {
+  if (std::optional<size_t> at = firstJsonTooDeep(text, kMaxConfigDepth)) {
     SourceLoc loc = sm.getLoc(fileId, *at);
     d.error(SourceRange(loc, SourceLoc{fileId, loc.line, loc.col + 1}),
             "config nested more than {} levels deep (the limit)",
@@ -209,6 +115,8 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
   std::vector<size_t> pointerLengths;
   std::string pendingKey;
   bool havePendingKey = false;
+  // The first NaN: no model computes with it (docs/limits.md).
+  std::optional<std::pair<size_t, std::string>> firstNaN;
   auto enterValue = [&]() -> std::string {
     // The token under which a new value in the current container sits.
     if (!isArray.empty() && isArray.back())
@@ -256,15 +164,21 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
       src->keyOffsets[pointer + "/" + pendingKey] = {b, end};
       break;
     }
-    case E::value:
+    case E::value: {
+      std::string token;
       if (!isArray.empty())
-        enterValue();
+        token = enterValue();
       if (!nonFinite.empty() && parsed.is_string()) {
-        auto it = nonFinite.find(static_cast<size_t>(furthest - base));
-        if (it != nonFinite.end())
+        size_t end = static_cast<size_t>(furthest - base);
+        auto it = nonFinite.find(end);
+        if (it != nonFinite.end()) {
           parsed = it->second;
+          if (std::isnan(it->second) && !firstNaN)
+            firstNaN.emplace(end - 3, pointer + "/" + token);
+        }
       }
       break;
+    }
     }
     return true;
   };
@@ -282,10 +196,19 @@ JsonSource::parse(uint32_t fileId, const SourceMgr &sm, DiagnosticEngine &d) {
     size_t colon = msg.find(": ");
     if (colon != std::string::npos)
       msg = msg.substr(colon + 2);
-    d.error(SourceRange(loc, loc), "invalid JSON: {}", restoreLiterals(msg));
+    d.error(SourceRange(loc, loc), "invalid JSON: {}",
+            restoreJsonNonFinite(msg));
     return nullptr;
   } catch (const std::exception &e) {
     d.error(SourceRange(SourceLoc{fileId, 1, 1}), "invalid JSON: {}", e.what());
+    return nullptr;
+  }
+  if (firstNaN) {
+    SourceLoc loc = sm.getLoc(fileId, firstNaN->first);
+    d.error(SourceRange(loc, SourceLoc{fileId, loc.line, loc.col + 3}),
+            "config value '{}' is NaN; a model computed with it would give "
+            "NaN, so archc refuses it",
+            firstNaN->second.substr(1));
     return nullptr;
   }
   if (!src->doc.is_object()) {

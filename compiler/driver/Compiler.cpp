@@ -166,6 +166,10 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
     m.activationDType = chooseDType(opts, *c.config);
     Evaluator eval(c.program, diags, m);
     // Named graphs bind the same config again: the fields are logged once.
+    const JsonSource *source = c.config.get();
+    c.configUse->locate = [source](const std::string &pointer) {
+      return source->rangeOf(pointer);
+    };
     BindLog log{c.configUse,
                 model == models.front() ? &c.boundFields : nullptr};
     std::shared_ptr<Env> cfgEnv =

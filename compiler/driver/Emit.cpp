@@ -13,6 +13,7 @@
 #include "driver/Package.h"
 #include "driver/QuantConfig.h"
 #include "ir/Printer.h"
+#include "support/FileRead.h"
 #include "support/OutputSet.h"
 #include "support/Progress.h"
 
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include <iostream>
 #include <sstream>
 
 namespace archc {
@@ -152,6 +154,8 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     o.embedWeights = opts.embedWeights;
     o.genaiConfig = opts.genaiConfig;
     o.kvCache = opts.kvCache;
+    o.allowOverflow = opts.allowOverflow;
+    o.inputFiles = inputFilesRead();
     o.quant = quantOptions(opts);
     o.target = opts.target == "ort" ? OnnxTarget::Ort : OnnxTarget::Portable;
     if (!opts.weights.empty() &&
@@ -190,9 +194,11 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     return false;
   }
   if (opts.output.empty() || opts.output == "-") {
+    if (&out == &std::cout)
+      return writeStandardOutput(text.str(), diags);
     out << text.str();
     out.flush();
-    return true;
+    return out.good();
   }
   return writeOutputFile(opts.output, text.str(), diags);
 }

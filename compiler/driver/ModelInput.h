@@ -34,8 +34,17 @@ std::optional<std::string> resolveHubId(const std::string &id,
 /// opts.config, and a model folder given as the input or as --config into
 /// opts.config (its config.json), opts.modelDir and, for -emit=onnx without
 /// --weights or --init, opts.weights. Prints an error and returns false when
-/// the folder has no config.json or both name different folders.
+/// the folder has no config.json, both name different folders, or
+/// -emit=onnx has no weights to bind from the folder and no --init.
 bool resolveModelInput(Options &opts);
+
+/// Outputs never alias inputs (docs/limits.md): refuses, before anything
+/// is read or written, a model-folder output (-o OUT/ of -emit=onnx) that is
+/// or contains the input model folder or the checkpoint's folder (symlinks
+/// resolved), and an -o or --plot file that is the .arch file, the config or
+/// the checkpoint file. Prints the error and returns false. (OutputSet
+/// refuses any other file the run read when it publishes.)
+bool checkOutputsAgainstInputs(const Options &opts);
 
 } // namespace archc
 

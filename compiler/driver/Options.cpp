@@ -9,9 +9,12 @@
 
 #include "driver/ModelInput.h"
 #include "ir/OpSchema.h"
+#include "support/FileRead.h"
 
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <cstdio>
@@ -97,6 +100,8 @@ ONNX (-emit=onnx):
   --init=<mode>        without --weights: none (external-data layout) |
                        random | zeros
   --seed=<n>           seed for --init=random (default 0)
+  --allow-overflow     write a weight that overflows --dtype (1e6 as f16)
+                       as inf instead of refusing it
   --no-kv-cache        single-pass model without past/present I/O
   --target=<t>         portable (default): standard ONNX ops only |
                        ort: ONNX Runtime's contrib ops where faster
@@ -164,6 +169,62 @@ bool splitList(const std::string &s, std::vector<std::string> &out) {
   return !out.empty();
 }
 
+/// Options without a value.
+bool isFlag(const std::string &name) {
+  static const std::set<std::string> flags = {"--list-archs",
+                                              "--quiet",
+                                              "-q",
+                                              "--allow-unknown-config",
+                                              "--arch-override",
+                                              "--print-ir-after-all",
+                                              "--print-loc",
+                                              "--no-verify-each",
+                                              "--no-ast-snapshot",
+                                              "--trace-ast-snapshot",
+                                              "--verify-diagnostics",
+                                              "--per-op",
+                                              "--no-kv-cache",
+                                              "--no-genai-config",
+                                              "--embed-weights",
+                                              "--quant-asymmetric",
+                                              "--quant-embeddings",
+                                              "--quant-qmoe",
+                                              "--allow-overflow"};
+  return flags.count(name) > 0;
+}
+
+/// Options that take one value (every value option but -I).
+bool isKnownValueOption(const std::string &name) {
+  static const std::set<std::string> options = {"--config",
+                                                "--emit",
+                                                "-o",
+                                                "--output",
+                                                "--passes",
+                                                "--print-ir-after",
+                                                "--error-limit",
+                                                "--dtype",
+                                                "--batch",
+                                                "--images",
+                                                "--seq",
+                                                "--past",
+                                                "--context",
+                                                "--device",
+                                                "--runtime",
+                                                "--format",
+                                                "--profile-dir",
+                                                "--plot",
+                                                "--data-chunk-size",
+                                                "--weights",
+                                                "--init",
+                                                "--seed",
+                                                "--target",
+                                                "--quant",
+                                                "--quant-block",
+                                                "--quant-accuracy",
+                                                "--quant-unroll-experts"};
+  return options.count(name) > 0;
+}
+
 bool parseInts(const std::string &flag, const std::string &s,
                std::vector<int64_t> &out, int64_t minValue) {
   std::vector<std::string> parts;
@@ -195,6 +256,9 @@ bool parseInts(const std::string &flag, const std::string &s,
 bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
   exitCode = 1;
   std::vector<std::string> args(argv + 1, argv + argc);
+  // Options that take one value: given twice, the second would silently
+  // replace the first. Aliases share the name they are recorded under.
+  std::map<std::string, std::string> seen;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i];
     if (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.size() > 2 &&
@@ -226,19 +290,19 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
       return true;
     };
     if (name == "--help" || name == "-h") {
-      std::fputs(kUsage, stdout);
+      o.printAndExit = kUsage;
       exitCode = 0;
       return false;
     }
     if (name == "--version") {
-      std::puts("archc 0.1.0");
+      o.printAndExit = "archc 0.1.0\n";
       exitCode = 0;
       return false;
     }
     if (name == "--print-op-reference") {
       std::ostringstream os;
       ir::printOpReference(os);
-      std::fputs(os.str().c_str(), stdout);
+      o.printAndExit = os.str();
       exitCode = 0;
       return false;
     }
@@ -257,6 +321,31 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
     if (name == "--arch-override") {
       o.archOverride = true;
       continue;
+    }
+    if (name == "--allow-overflow") {
+      if (!noValue())
+        return false;
+      o.allowOverflow = true;
+      continue;
+    }
+    // --print-ir-after-all is --print-ir-after=all.
+    bool irAfterAll = name == "--print-ir-after-all";
+    if (name != "-I" && (hasValue || !isFlag(name) || irAfterAll)) {
+      std::string key = name == "--output"    ? "-o"
+                        : name == "--context" ? "--past"
+                        : irAfterAll          ? "--print-ir-after"
+                                              : name;
+      std::string shown = hasValue || irAfterAll || i + 1 >= args.size()
+                              ? a
+                              : a + " " + args[i + 1];
+      auto [prev, inserted] = seen.emplace(key, shown);
+      if (!inserted && (irAfterAll || isKnownValueOption(name))) {
+        fmt::print(stderr,
+                   "archc: error: {} given twice ('{}' and '{}'); it takes "
+                   "one value\n",
+                   key, prev->second, shown);
+        return false;
+      }
     }
     if (name == "--config") {
       if (!need())
@@ -522,12 +611,45 @@ bool parseOptions(int argc, char **argv, Options &o, int &exitCode) {
                        "-emit=profile\n");
     return false;
   }
+  if (!o.plot.empty() && !o.output.empty() && o.output != "-" &&
+      realPath(o.plot) == realPath(o.output)) {
+    fmt::print(stderr,
+               "archc: error: -o '{}' and --plot '{}' name the same file; "
+               "the profile and its plot need two\n",
+               o.output, o.plot);
+    return false;
+  }
+  // A sweep's rows are computed and held together: bounded before any is.
+  uint64_t rows = uint64_t(o.batch.size()) * std::max<size_t>(1, o.seq.size()) *
+                  std::max<size_t>(1, o.past.size()) *
+                  std::max<size_t>(1, o.devices.size());
+  if (rows > kMaxProfileRows) {
+    fmt::print(stderr,
+               "archc: error: the profile sweep has {} rows (--batch {} x "
+               "--seq {} x --past {} values x --device {}), more than the "
+               "limit of {}\n",
+               rows, o.batch.size(), std::max<size_t>(1, o.seq.size()),
+               std::max<size_t>(1, o.past.size()),
+               std::max<size_t>(1, o.devices.size()), kMaxProfileRows);
+    return false;
+  }
+  // --init makes weights instead of binding them: with --weights one of
+  // the two would be ignored without a word.
+  if (o.initGiven && !o.weights.empty()) {
+    fmt::print(stderr,
+               "archc: error: --init={} and --weights '{}' both say where the "
+               "weights come from; give one\n",
+               o.init, o.weights);
+    return false;
+  }
   if (!resolveModelInput(o))
     return false;
   if (o.input.empty() && o.config.empty()) {
     fmt::print(stderr, "archc: error: no input .arch file (see --help)\n");
     return false;
   }
+  if (!checkOutputsAgainstInputs(o))
+    return false;
   // -emit=config of an .arch file alone prints the family's config schema.
   if (o.config.empty() && !o.verifyDiagnostics &&
       !(o.emit == EmitTarget::Config && !o.input.empty())) {

@@ -16,11 +16,18 @@ namespace archc {
 
 enum class EmitTarget { Config, Weights, IR, Profile, Onnx, OnnxText };
 
+/// The most rows a profile sweep may have: --batch x --seq x --past values
+/// x --device ids (docs/limits.md).
+constexpr uint64_t kMaxProfileRows = 16384;
+
 struct Options {
   std::string input;
   std::string config;
   std::string modelDir; ///< the model folder given as input, if any
   bool listArchs = false;
+  /// --help, --version, --print-op-reference: the text to print (checked,
+  /// like every write to standard output) before exiting 0.
+  std::string printAndExit;
   bool quiet = false; ///< no progress bar
   EmitTarget emit = EmitTarget::IR;
   std::string output; ///< -o; "-" or empty = stdout where that makes sense
@@ -66,6 +73,9 @@ struct Options {
   std::string target = "portable"; ///< --target: portable | ort
   bool genaiConfig = true;
   bool embedWeights = false;
+  /// --allow-overflow: a weight that overflows the --dtype it is written in
+  /// becomes inf instead of an error.
+  bool allowOverflow = false;
 
   // Weight quantization (-emit=onnx, -emit=profile).
   int quantBits = 0;       ///< --quant: 0 (off), 4 or 8

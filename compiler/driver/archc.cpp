@@ -8,21 +8,62 @@
 #include "driver/ArchCatalog.h"
 #include "driver/Compiler.h"
 #include "driver/Emit.h"
+#include "support/OutputSet.h"
 #include "support/VerifyDiagnostics.h"
 
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 using namespace archc;
 
+/// Flushes standard output; false (after printing why) when a write to it
+/// failed: a full device or a closed pipe is an error, never exit 0.
+static bool flushStdout() {
+  errno = 0;
+  std::cout.flush();
+  bool ok = std::cout.good();
+  int err = errno;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    ok = false;
+    err = errno ? errno : err;
+  }
+  if (!ok)
+    std::fprintf(stderr, "archc: error: cannot write to standard output: %s\n",
+                 std::strerror(err ? err : EIO));
+  return ok;
+}
+
 int main(int argc, char **argv) {
+  // A closed pipe on standard output is a write error (EPIPE, exit 1 with a
+  // message), not a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   Options opts;
   int exitCode = 1;
-  if (!parseOptions(argc, argv, opts, exitCode))
-    return exitCode;
+  if (!parseOptions(argc, argv, opts, exitCode)) {
+    if (!opts.printAndExit.empty()) {
+      SourceMgr sm;
+      DiagnosticEngine diags(sm);
+      if (!writeStandardOutput(opts.printAndExit, diags)) {
+        diags.printSummary();
+        return 1;
+      }
+    }
+    return flushStdout() ? exitCode : 1;
+  }
   if (opts.listArchs) {
-    printBundledArchs(std::cout);
-    return 0;
+    std::ostringstream list;
+    printBundledArchs(list);
+    SourceMgr sm;
+    DiagnosticEngine diags(sm);
+    if (writeStandardOutput(list.str(), diags))
+      return 0;
+    diags.printSummary();
+    return 1;
   }
 
   Compilation c;
@@ -57,6 +98,8 @@ int main(int argc, char **argv) {
                ? 0
                : 1;
   }
+  if (!flushStdout())
+    ok = false;
   diags.printSummary();
   return ok && !diags.hasErrors() ? 0 : 1;
 }

@@ -43,6 +43,8 @@ std::string attrConstraint(const AttrSpec &a) {
                      attrStr(a.type == AttrType::Int
                                  ? Attr(static_cast<int64_t>(*a.min))
                                  : Attr(*a.min)));
+  if (a.nonZero)
+    c += "!= 0";
   if (a.nonEmpty)
     c += "not empty";
   if (a.type == AttrType::Identifier)

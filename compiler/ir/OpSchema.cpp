@@ -245,11 +245,21 @@ std::optional<std::string> checkAttrValue(const AttrSpec &spec,
   }
   case AttrType::Int:
   case AttrType::Float: {
-    if (!spec.min)
-      return std::nullopt;
     double v = spec.type == AttrType::Int
                    ? static_cast<double>(std::get<int64_t>(value))
                    : std::get<double>(value);
+    // A NaN or infinite argument makes the op's output non-finite; a zero
+    // factor makes it constant (docs/limits.md, "Config values").
+    if (spec.type == AttrType::Float && spec.origin == Origin::Language &&
+        !std::isfinite(v))
+      return fmt::format("{} must be a finite number, got {}", spec.name,
+                         attrStr(value));
+    if (spec.nonZero && v == 0)
+      return fmt::format("{} must not be 0 (the op's output would be "
+                         "constant)",
+                         spec.name);
+    if (!spec.min)
+      return std::nullopt;
     bool ok = spec.minExclusive ? v > *spec.min : v >= *spec.min;
     if (ok)
       return std::nullopt;
@@ -398,6 +408,11 @@ SchemaBuilder &SchemaBuilder::atLeast(double bound) {
 SchemaBuilder &SchemaBuilder::above(double bound) {
   lastAttr().min = bound;
   lastAttr().minExclusive = true;
+  return *this;
+}
+
+SchemaBuilder &SchemaBuilder::nonZero() {
+  lastAttr().nonZero = true;
   return *this;
 }
 

@@ -88,6 +88,9 @@ struct AttrSpec {
   bool minExclusive = false;
   /// Lists must not be empty.
   bool nonEmpty = false;
+  /// An Int or Float that must not be 0 (a factor the output is multiplied
+  /// by). A Float of the language must be finite in any case.
+  bool nonZero = false;
   /// A Dict's keys the op honours, given the dict (all when unset). The keys
   /// of a config.json dict it does not honour stay unread, so binding
   /// refuses them by name (config/ConfigUse.h).
@@ -263,6 +266,7 @@ public:
   SchemaBuilder &atLeast(double bound);
   SchemaBuilder &above(double bound);
   SchemaBuilder &nonEmpty();
+  SchemaBuilder &nonZero();
   SchemaBuilder &
   honouredKeys(std::function<std::vector<std::string>(const AttrDict &)> keys);
   SchemaBuilder &result(std::string name, std::string summary);

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <set>
 
 namespace archc {
@@ -20,7 +21,7 @@ namespace archc {
 EvalValue jsonToValue(const nlohmann::json &j, SourceRange where,
                       DiagnosticEngine &diags, unsigned depth,
                       const std::shared_ptr<ConfigUse> &use,
-                      const std::string &pointer) {
+                      const std::string &pointer, bool allowInfinity) {
   if (depth > 64) {
     diags.error(where, "config value nested more than 64 levels deep");
     return EvalValue::poison();
@@ -40,16 +41,31 @@ EvalValue jsonToValue(const nlohmann::json &j, SourceRange where,
     }
     return EvalValue::integer(static_cast<int64_t>(u));
   }
-  case nlohmann::json::value_t::number_float:
-    return EvalValue::floating(j.get<double>());
+  case nlohmann::json::value_t::number_float: {
+    double d = j.get<double>();
+    if (std::isnan(d) || (std::isinf(d) && !allowInfinity)) {
+      diags.error(where,
+                  "config value '{}' is {}; a model computed with it would "
+                  "give {}, so archc refuses it",
+                  pointer.empty() ? std::string("?") : pointer.substr(1),
+                  std::isnan(d) ? "NaN"
+                  : d > 0       ? "Infinity"
+                                : "-Infinity",
+                  std::isnan(d) ? "NaN" : "non-finite values");
+      return EvalValue::poison();
+    }
+    return EvalValue::floating(d);
+  }
   case nlohmann::json::value_t::string:
     return EvalValue::string(j.get<std::string>());
   case nlohmann::json::value_t::array: {
     std::vector<EvalValue> elems;
     size_t index = 0;
     for (const auto &e : j) {
+      // A list may hold an infinite bound ([min, max]).
       EvalValue v = jsonToValue(e, where, diags, depth + 1, use,
-                                pointer + "/" + std::to_string(index++));
+                                pointer + "/" + std::to_string(index++),
+                                /*allowInfinity=*/true);
       if (v.isPoison())
         return v;
       elems.push_back(std::move(v));
@@ -60,7 +76,7 @@ EvalValue jsonToValue(const nlohmann::json &j, SourceRange where,
     std::map<std::string, EvalValue> entries;
     for (auto it = j.begin(); it != j.end(); ++it) {
       EvalValue v = jsonToValue(it.value(), where, diags, depth + 1, use,
-                                pointer + "/" + it.key());
+                                pointer + "/" + it.key(), allowInfinity);
       if (v.isPoison())
         return v;
       entries[it.key()] = std::move(v);
@@ -158,9 +174,13 @@ public:
           log.use->consume(pointer);
           openParents(pointer);
         }
+        // An inert key changes nothing: an infinity there is harmless.
         if (log.fields)
-          log.fields->push_back({arch.name, name, jsonToValue(*j, {}, diags),
-                                 BoundField::Source::Inert, pointer, ""});
+          log.fields->push_back(
+              {arch.name, name,
+               jsonToValue(*j, cfg.rangeOf(pointer), diags, 0, nullptr, pointer,
+                           /*allowInfinity=*/true),
+               BoundField::Source::Inert, pointer, ""});
       }
     }
     if (diags.getNumErrors() != errorsAtStart)
@@ -181,10 +201,23 @@ public:
         std::string msg =
             e.message ? eval.interpolate(*e.message, e.range, env, false)
                       : "config check failed";
-        diags.error(e.value->getRange(), msg)
-            .notes.push_back({cfg.fileStart(), "with the config in " +
-                                                   diags.getSourceMgr().getName(
-                                                       cfg.getFileId())});
+        Diagnostic &d = diags.error(e.value->getRange(), msg);
+        // The config keys the check read, where config.json sets them.
+        std::set<std::string> names;
+        ast::collectNamesRead(*e.value, names);
+        for (const std::string &n : names) {
+          auto it = fromConfig.find(n);
+          if (it == fromConfig.end())
+            continue;
+          const EvalValue *val = env->lookup(n);
+          d.notes.push_back(
+              {cfg.rangeOf(it->second),
+               fmt::format("'{}' is set to {} here", it->second.substr(1),
+                           val ? val->str() : std::string("?"))});
+        }
+        d.notes.push_back({cfg.fileStart(),
+                           "with the config in " +
+                               diags.getSourceMgr().getName(cfg.getFileId())});
       }
     }
     if (diags.getNumErrors() != errorsAtStart)
@@ -202,6 +235,8 @@ private:
   std::shared_ptr<Env> env;
   std::map<std::string, const ast::ConfigEntry *> entries;
   std::map<std::string, int> state; // 1 = in progress, 2 = done
+  /// Fields read from config.json: name -> JSON pointer of the key.
+  std::map<std::string, std::string> fromConfig;
   std::vector<std::string> stack;
   unsigned errorsAtStart = diags.getNumErrors();
 
@@ -329,6 +364,7 @@ private:
                                 j->is_object() ? log.use : nullptr, pointer);
       if (v.isPoison())
         return v;
+      fromConfig[e.name] = pointer;
       record(e, v, BoundField::Source::Config, pointer);
       if (!Evaluator::coerce(v, *e.type)) {
         std::string shown = j->dump();

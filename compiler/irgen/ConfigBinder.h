@@ -24,13 +24,16 @@ class Evaluator;
 
 /// Converts a JSON value to a compile-time value. Reports (at `where`) and
 /// returns poison for values that do not fit (integers beyond int64, nesting
-/// deeper than 64). With `use`, objects become dicts whose keys are
-/// accounted for in `use` as they are read (`pointer` is the value's JSON
-/// pointer).
+/// deeper than 64) and for non-finite numbers: NaN anywhere, and an
+/// infinity outside a list (a list may hold one as a bound, Mamba-2's
+/// `time_step_limit: [0.0, Infinity]`) unless `allowInfinity`. With `use`,
+/// objects become dicts whose keys are accounted for in `use` as they are
+/// read (`pointer` is the value's JSON pointer).
 EvalValue jsonToValue(const nlohmann::json &j, SourceRange where,
                       DiagnosticEngine &diags, unsigned depth = 0,
                       const std::shared_ptr<ConfigUse> &use = nullptr,
-                      const std::string &pointer = "");
+                      const std::string &pointer = "",
+                      bool allowInfinity = false);
 
 /// One config field (or inert key) as bound, for -emit=config.
 struct BoundField {

@@ -1,6 +1,8 @@
 //===- EvalStatements.cpp - Statements of .arch code ----------------------===//
 #include "irgen/Evaluator.h"
 
+#include "frontend/AstQueries.h"
+
 #include <fmt/format.h>
 
 namespace archc {
@@ -91,9 +93,24 @@ Evaluator::Flow Evaluator::execStmt(const ast::Stmt &s,
     if (!v)
       return Flow::Normal;
     if (!*v) {
-      error(c->cond->getRange(),
-            c->message ? interpolate(*c->message, s.getRange(), env, false)
-                       : "check failed");
+      Diagnostic &d =
+          error(c->cond->getRange(),
+                c->message ? interpolate(*c->message, s.getRange(), env, false)
+                           : "check failed");
+      // A config.json object the check read: where the config sets it.
+      std::set<std::string> names;
+      ast::collectNamesRead(*c->cond, names);
+      for (const std::string &n : names) {
+        EvalValue *val = env->lookup(n);
+        if (!val || val->getKind() != EvalValue::Kind::Dict)
+          continue;
+        const auto &origin = val->getDictOrigin();
+        if (origin && origin->use && origin->use->locate &&
+            !origin->pointer.empty())
+          d.notes.push_back(
+              {origin->use->locate(origin->pointer),
+               "'" + origin->pointer.substr(1) + "' is set here"});
+      }
       return Flow::Abort;
     }
     return Flow::Normal;

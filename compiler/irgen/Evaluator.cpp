@@ -21,11 +21,12 @@ Evaluator::Evaluator(const Program &program, DiagnosticEngine &diags,
                      ir::Module &module)
     : program(program), diags(diags), module(module) {}
 
-void Evaluator::error(SourceRange r, const std::string &msg) {
+Diagnostic &Evaluator::error(SourceRange r, const std::string &msg) {
   Diagnostic &d = diags.error(r, msg);
   for (const ir::InlineFrame *f = frame.get(); f; f = f->parent.get())
     d.notes.push_back(
         {f->callSite, "in call to '" + f->callee + "' from here"});
+  return d;
 }
 
 //===----------------------------------------------------------------------===//

@@ -184,7 +184,7 @@ private:
                    SourceRange fnRange, SourceRange range);
   std::string currentScope() const;
 
-  void error(SourceRange r, const std::string &msg);
+  Diagnostic &error(SourceRange r, const std::string &msg);
 };
 
 } // namespace archc

@@ -6,13 +6,17 @@
 //===----------------------------------------------------------------------===//
 #include "support/OutputSet.h"
 
+#include "support/FileRead.h"
+
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
 #include <filesystem>
+#include <iostream>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -195,7 +199,56 @@ bool moveInto(const std::string &from, const std::string &to,
   fs::remove(from, ec);
   return true;
 }
+/// Creates `path` and its missing parents, appending each folder it created
+/// to `created` (outermost first), so that a failed emission can remove
+/// them again.
+void createFolders(const fs::path &path, std::vector<std::string> &created,
+                   std::error_code &ec) {
+  std::vector<fs::path> missing;
+  for (fs::path p = path; !p.empty(); p = p.parent_path()) {
+    std::error_code sec;
+    if (fs::exists(fs::symlink_status(p, sec)) || p == p.parent_path())
+      break;
+    missing.push_back(p);
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0777) == 0) {
+      created.push_back(it->string());
+      continue;
+    }
+    if (errno == EEXIST && fs::is_directory(*it, ec))
+      continue;
+    ec = std::error_code(errno ? errno : ENOTDIR, std::generic_category());
+    return;
+  }
+  if (!fs::is_directory(path, ec) && !ec)
+    ec = std::make_error_code(std::errc::not_a_directory);
+}
 } // namespace
+
+bool writeStandardOutput(std::string_view data, DiagnosticEngine &diags) {
+  std::cout.flush();
+  if (!std::cout.good() || std::fflush(stdout) != 0) {
+    diags.error(SourceRange(), "cannot write to standard output: {}",
+                std::strerror(errno ? errno : EIO));
+    return false;
+  }
+  const char *p = data.data();
+  size_t left = data.size();
+  while (left) {
+    ssize_t n = ::write(STDOUT_FILENO, p, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      diags.error(SourceRange(), "cannot write to standard output: {}",
+                  std::strerror(n < 0 ? errno : EIO));
+      return false;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
 
 std::string resolveSymlinks(const std::string &path) {
   fs::path p(path);
@@ -268,7 +321,7 @@ OutputSet::~OutputSet() { discard(); }
 bool OutputSet::begin(const std::string &d, DiagnosticEngine &diags) {
   dir = d.empty() ? "." : d;
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  createFolders(fs::path(dir), createdFolders, ec);
   if (ec || !fs::is_directory(dir)) {
     diags.error(SourceRange(), "cannot create folder '{}': {}", dir,
                 ec ? ec.message() : std::string("it is not a directory"));
@@ -284,6 +337,7 @@ bool OutputSet::begin(const std::string &d, DiagnosticEngine &diags) {
   if (!mkdtemp(buf.data())) {
     diags.error(SourceRange(), "cannot write into folder '{}': {}", dir,
                 std::strerror(errno));
+    removeCreatedFolders();
     return false;
   }
   std::string created = buf.data();
@@ -363,6 +417,15 @@ bool OutputSet::publish(DiagnosticEngine &diags) {
       ok = false;
       continue;
     }
+    InputFile input;
+    if (findInputFile(dest, input)) {
+      diags.error(SourceRange(),
+                  "cannot write '{}': it is '{}', an input of this run; "
+                  "archc never replaces its inputs",
+                  shown, input.path);
+      ok = false;
+      continue;
+    }
     struct stat st;
     if (lstat(dest.c_str(), &st) == 0) {
       if (!S_ISREG(st.st_mode)) {
@@ -381,7 +444,7 @@ bool OutputSet::publish(DiagnosticEngine &diags) {
       std::error_code ec;
       fs::path parent = fs::path(dest).parent_path();
       if (!parent.empty())
-        fs::create_directories(parent, ec);
+        createFolders(parent, createdFolders, ec);
       if (ec) {
         diags.error(SourceRange(), "cannot write '{}': {}", shown,
                     ec.message());
@@ -392,9 +455,12 @@ bool OutputSet::publish(DiagnosticEngine &diags) {
     moves.push_back({(fs::path(staging) / rel).string(), dest, shown});
   }
   // 2. Publish in order.
+  bool renamedAny = false;
   for (size_t i = 0; ok && i < moves.size(); ++i) {
     std::string err;
-    if (!moveInto(moves[i].from, moves[i].to, err)) {
+    if (moveInto(moves[i].from, moves[i].to, err)) {
+      renamedAny = true;
+    } else {
       diags.error(SourceRange(), "cannot write '{}': {}", moves[i].shown, err);
       ok = false;
     }
@@ -435,6 +501,8 @@ bool OutputSet::publish(DiagnosticEngine &diags) {
     syncDirectory(d.empty() ? "." : d);
   flock(lockFd, LOCK_UN);
   ::close(lockFd);
+  // Nothing was renamed: the folders this set created go as well.
+  published = ok || renamedAny;
   discard();
   return ok;
 }
@@ -450,6 +518,16 @@ void OutputSet::discard() {
     ::close(stagingLock);
     stagingLock = -1;
   }
+  if (!published)
+    removeCreatedFolders();
+  createdFolders.clear();
+}
+
+void OutputSet::removeCreatedFolders() {
+  // Innermost first; rmdir removes a folder only while it is empty.
+  for (auto it = createdFolders.rbegin(); it != createdFolders.rend(); ++it)
+    ::rmdir(it->c_str());
+  createdFolders.clear();
 }
 
 bool writeOutputFile(const std::string &path, std::string_view data,

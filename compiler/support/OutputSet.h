@@ -9,7 +9,9 @@
 //  - every destination is checked first: a regular file or nothing is
 //    replaced atomically (rename), a symlink is followed and its target
 //    replaced (the link stays), a directory, device, FIFO or socket is
-//    refused; nothing is renamed unless every destination is acceptable;
+//    refused, and so is a file this run read (an input, however it is
+//    reached: FileRead.h); nothing is renamed unless every destination is
+//    acceptable;
 //  - files are renamed in the order they were staged (external data before
 //    the model that refers to it);
 //  - files of an earlier emission that this one does not produce (as the
@@ -71,7 +73,10 @@ public:
   /// false on error; nothing is renamed if a destination is refused.
   bool publish(DiagnosticEngine &diags);
 
-  /// Removes the staging directory (also done by the destructor).
+  /// Removes the staging directory (also done by the destructor), and,
+  /// unless the set was published, the folders begin() and publish()
+  /// created for it (while they are empty): a failed emission leaves
+  /// nothing it created.
   void discard();
 
   const std::string &directory() const { return dir; }
@@ -86,6 +91,10 @@ private:
   int stagingLock = -1;
   std::vector<std::string> files;
   std::vector<std::pair<std::vector<std::string>, StaleFilter>> staleRules;
+  /// Folders created for this set, outermost first.
+  std::vector<std::string> createdFolders;
+  bool published = false;
+  void removeCreatedFolders();
 };
 
 /// Checks that `path` may be published to: nothing, a regular file, or a
@@ -104,6 +113,12 @@ unsigned removeStaleTempDirs(const std::string &dir);
 /// the OS reason.
 bool writeOutputFile(const std::string &path, std::string_view data,
                      DiagnosticEngine &diags);
+
+/// Writes `data` to standard output (after flushing what std::cout and
+/// stdout hold), checking every write: a full device or a closed pipe is
+/// reported ("cannot write to standard output: No space left on device")
+/// and returns false.
+bool writeStandardOutput(std::string_view data, DiagnosticEngine &diags);
 
 /// Follows `path` if it is a symlink (a chain, relative targets resolved
 /// against the link's folder, a dangling final target allowed). Returns

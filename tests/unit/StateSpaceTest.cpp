@@ -158,16 +158,30 @@ arch t {
     let hi_finite = lim[1] < 1e300
     check !hi_finite, "lim[1] = {lim} should be Infinity"
     check lim[0] < -1e300, "lim[0] should be -Infinity"
-    check n != n, "n should be NaN"
+    check n == 1.5, "n should be 1.5"
   }
   model(x: f32[batch, seq, 4]) -> (y) { y = x }
 })";
-  // The literals outside strings become numbers; inside strings they stay
-  // text ("NaN" is a string here).
+  // The literals outside strings become numbers (an infinity in a list is a
+  // bound); inside strings they stay text ("NaN" is a string here).
   auto c = compile(d, arch,
-                   "{\"lim\": [-Infinity, Infinity], \"n\": NaN, \"s\": "
+                   "{\"lim\": [-Infinity, Infinity], \"n\": 1.5, \"s\": "
                    "\"NaN Infinity\"}");
   EXPECT_TRUE(c.ok) << c.diagnostics();
+  // NaN is refused wherever it is, at its position; an infinite scalar at
+  // its key.
+  c = compile(d, arch, "{\"lim\": [0, 1], \"n\": NaN, \"s\": \"\"}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("config.json:1:22: error: config value 'n' "
+                                 "is NaN"),
+            std::string::npos)
+      << c.diagnostics();
+  c = compile(d, arch, "{\"lim\": [0, 1], \"n\": Infinity, \"s\": \"\"}");
+  ASSERT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("config.json:1:17: error: config value 'n' "
+                                 "is Infinity"),
+            std::string::npos)
+      << c.diagnostics();
   // Other barewords are still invalid JSON, located at the token.
   c = compile(d, arch, "{\"lim\": [0, Infinityx], \"n\": 1, \"s\": \"\"}");
   ASSERT_FALSE(c.ok);
@@ -188,7 +202,7 @@ arch t {
   // The error on `b` (a string) points at its key on line 3, after the
   // literals of lines 1-2 were substituted.
   auto c = compile(
-      d, arch, "{\"a\": -Infinity,\n \"c\": [NaN, Infinity],\n  \"b\": \"x\"}");
+      d, arch, "{\"a\": 1.0,\n \"c\": [-Infinity, Infinity],\n  \"b\": \"x\"}");
   ASSERT_FALSE(c.ok);
   EXPECT_NE(c.diagnostics().find("config.json:3:3:"), std::string::npos)
       << c.diagnostics();

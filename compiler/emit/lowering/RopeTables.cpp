@@ -222,6 +222,25 @@ bool computeRope(const ir::Op &op, int64_t headDim, RopeTables &out,
     error = "unsupported rope scaling type '" + type + "'";
     return false;
   }
+  // Whatever the parameters (the op's verifier refuses the known bad
+  // ones), tables that are not finite would make every attention score
+  // NaN: refuse them rather than write such a model.
+  auto finite = [](double v) { return std::isfinite(static_cast<float>(v)); };
+  for (size_t i = 0; i < half; ++i)
+    if (!finite(inv[i]) ||
+        (i < out.invFreqLong.size() && !finite(out.invFreqLong[i]))) {
+      error = "rope scaling '" + type +
+              "' gives a non-finite rotary frequency at index " +
+              std::to_string(i) + "; check its parameters";
+      return false;
+    }
+  if (!finite(out.attentionFactor) || out.attentionFactor <= 0) {
+    error = "rope scaling '" + type + "' gives an attention factor of " +
+            std::to_string(out.attentionFactor) +
+            " (cos and sin are multiplied by it; it must be positive and "
+            "finite); check its parameters";
+    return false;
+  }
   out.invFreq.assign(inv.begin(), inv.end());
   return true;
 }

@@ -5,8 +5,23 @@
 //===----------------------------------------------------------------------===//
 #include "emit/package/ModelFolder.h"
 
+#include "support/BoundedJson.h"
+#include "support/FileRead.h"
+#include "support/StagedFile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
 
 namespace archc {
 
@@ -196,6 +211,113 @@ const std::vector<std::string> &tokenizerFileNames() {
                                                  "chat_template.jinja",
                                                  "chat_template.json"};
   return names;
+}
+
+namespace {
+/// Reads a side file under copySideFile's rule into `bytes`; false with
+/// `why` set when it is not allowed.
+bool readSideFile(const fs::path &from, const std::string &inputDir,
+                  uint64_t maxBytes, std::string &bytes, std::string &why) {
+  if (!staysInFolder(from.string(), inputDir, why))
+    return false;
+  // The resolved file itself: what is checked is what is read.
+  std::string real = realPath(from.string());
+  if (!readRegularFile(real, maxBytes, bytes, why))
+    return false;
+  if (from.extension() == ".json") {
+    JsonParseOptions opts;
+    opts.allowNonFinite = true;
+    std::string error;
+    if (!isBoundedJson(bytes, error, opts)) {
+      why = "it is not valid JSON (" + error + ")";
+      return false;
+    }
+  }
+  return true;
+}
+} // namespace
+
+SideFileCopy copySideFile(OutputSet &set, const std::string &inputDir,
+                          const std::string &name, DiagnosticEngine &diags) {
+  fs::path from = fs::path(inputDir) / name;
+  struct stat st;
+  if (::lstat(from.c_str(), &st) != 0)
+    return SideFileCopy::Absent;
+  std::string bytes, why;
+  if (!readSideFile(from, inputDir, kMaxSideFileBytes, bytes, why)) {
+    diags.warning(SourceRange(),
+                  fmt::format("'{}' is not copied into the model folder: {}",
+                              from.string(), why));
+    return SideFileCopy::Skipped;
+  }
+  StagedFile f;
+  if (!f.open(set.stage(name), set.finalPath(name), diags) ||
+      !f.write(bytes.data(), bytes.size(), diags) || !f.close(diags))
+    return SideFileCopy::Failed;
+  return SideFileCopy::Copied;
+}
+
+nlohmann::json readInputGenerationConfig(const std::string &inputDir,
+                                         DiagnosticEngine &diags) {
+  fs::path from = fs::path(inputDir) / "generation_config.json";
+  std::string bytes, why;
+  struct stat st;
+  if (inputDir.empty() || ::lstat(from.c_str(), &st) != 0 ||
+      !readSideFile(from, inputDir, kMaxConfigBytes, bytes, why))
+    return nullptr;
+  JsonParseOptions opts;
+  opts.allowNonFinite = true;
+  nlohmann::json j;
+  if (!parseBoundedJson(bytes, j, why, opts) || !j.is_object())
+    return nullptr;
+  // The values genai_config.json takes must be of the kind onnxruntime-genai
+  // reads: finite numbers, counts, a flag, token ids. Another (NaN, valid
+  // for Hugging Face; a string; a list) is left out with a warning, and
+  // genai_config.json keeps its default; the file itself is still copied
+  // byte for byte.
+  auto tokenId = [](const nlohmann::json &v) {
+    return v.is_number_integer() && v.get<int64_t>() >= 0;
+  };
+  for (auto it = j.begin(); it != j.end();) {
+    const std::string &k = it.key();
+    const nlohmann::json &v = *it;
+    const char *want = nullptr;
+    bool ok = true;
+    if (k == "diversity_penalty" || k == "length_penalty" ||
+        k == "repetition_penalty" || k == "temperature" || k == "top_p") {
+      want = "a finite number";
+      ok = v.is_number() && std::isfinite(v.get<double>());
+    } else if (k == "no_repeat_ngram_size" || k == "num_beams" ||
+               k == "num_return_sequences" || k == "top_k") {
+      want = "a count (an integer, 0 or more)";
+      ok = tokenId(v);
+    } else if (k == "do_sample") {
+      want = "true or false";
+      ok = v.is_boolean();
+    } else if (k == "bos_token_id" || k == "eos_token_id" ||
+               k == "pad_token_id") {
+      want = "a token id or a list of them";
+      ok = tokenId(v) || (v.is_array() && !v.empty() &&
+                          std::all_of(v.begin(), v.end(), tokenId));
+    }
+    if (ok || v.is_null()) {
+      ++it;
+      continue;
+    }
+    std::string shown = v.is_number_float() && !std::isfinite(v.get<double>())
+                            ? (std::isnan(v.get<double>()) ? "NaN"
+                               : v.get<double>() > 0       ? "Infinity"
+                                                           : "-Infinity")
+                            : v.dump();
+    if (shown.size() > 40)
+      shown = shown.substr(0, 40) + "...";
+    diags.warning(SourceRange(),
+                  fmt::format("'{}': '{}' is {}, not {}; genai_config.json "
+                              "does not take it (the default stays)",
+                              from.string(), k, shown, want));
+    it = j.erase(it);
+  }
+  return j;
 }
 
 } // namespace archc

@@ -13,6 +13,8 @@
 
 #include "ir/IR.h"
 #include "ir/WeightQuant.h"
+#include "support/Diagnostics.h"
+#include "support/OutputSet.h"
 
 #include <nlohmann/json.hpp>
 
@@ -66,8 +68,9 @@ nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
                             const nlohmann::json *previous,
                             const std::string &dtype = "");
 
-/// OUT/generation_config.json: the input folder's, or else the defaults
-/// Hugging Face derives from the model config (token ids).
+/// OUT/generation_config.json when the input folder has none: the
+/// defaults Hugging Face derives from the model config (token ids); with
+/// `inputGeneration` (an object), that.
 nlohmann::json generationConfig(const nlohmann::json *inputGeneration,
                                 const nlohmann::json &config);
 
@@ -75,6 +78,37 @@ nlohmann::json generationConfig(const nlohmann::json *inputGeneration,
 /// tokenizer_config.json, special_tokens_map.json, vocab.json, merges.txt,
 /// tokenizer.model, added_tokens.json, chat_template.jinja, ...).
 const std::vector<std::string> &tokenizerFileNames();
+
+/// The largest side file copied into a model folder (docs/limits.md); the
+/// largest real one is a 33 MB tokenizer.json (Gemma 3).
+constexpr uint64_t kMaxSideFileBytes = uint64_t(64) << 20;
+
+/// What became of one side file.
+enum class SideFileCopy {
+  Absent,  ///< the input folder has no file of that name
+  Copied,  ///< staged byte for byte
+  Skipped, ///< refused with a warning naming it
+  Failed   ///< an error was reported (the output could not be written)
+};
+
+/// Copies the side file `name` of the input folder `inputDir` into `set`,
+/// byte for byte, when it is a regular file whose real path stays in the
+/// folder (or, for a Hugging Face cache snapshot, in the cache's blobs/),
+/// of at most kMaxSideFileBytes, and, for a `.json` name, one JSON document
+/// (Python's NaN and Infinity allowed) nested at most 64 levels. Otherwise
+/// the file is skipped with a warning naming it and saying why; it is never
+/// rewritten. The one rule for every file a model folder carries over
+/// (docs/limits.md, "Side files").
+SideFileCopy copySideFile(OutputSet &set, const std::string &inputDir,
+                          const std::string &name, DiagnosticEngine &diags);
+
+/// generation_config.json of the input folder, parsed for the search
+/// defaults of genai_config.json (bounded: 4 MiB, 64 levels; NaN allowed),
+/// or null when it is absent, not allowed (copySideFile's rule) or not
+/// readable that way. A search default or token id that is not of the kind
+/// genai_config.json holds (NaN, a string, ...) is left out with a warning.
+nlohmann::json readInputGenerationConfig(const std::string &inputDir,
+                                         DiagnosticEngine &diags);
 
 } // namespace archc
 

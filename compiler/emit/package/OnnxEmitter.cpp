@@ -118,6 +118,7 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   std::unique_ptr<WeightPlan> planned =
       makeWeightPlan(m, source, &ckpt, opts.seed, storage);
   WeightPlan &plan = *planned;
+  plan.setAllowOverflow(opts.allowOverflow);
   OnnxLowering lowering(m, *graph, plan, diags, storage, opts.target);
   if (!lowering.run())
     return false;
@@ -206,14 +207,12 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
 
   // Side files of a model folder; its config.json names the model type
   // transformers.js sees.
-  nlohmann::json generation = nullptr;
-  if (!opts.inputDir.empty())
-    generation =
-        readJsonIfPresent(fs::path(opts.inputDir) / "generation_config.json");
+  nlohmann::json generation = readInputGenerationConfig(opts.inputDir, diags);
   std::string modelType = modelTypeOf(config, m);
   const std::string genaiVariant = modelRel.stem().string() + ".genai.onnx";
   if (opts.folder) {
-    nlohmann::json previous = readJsonIfPresent(outDir / "config.json");
+    nlohmann::json previous =
+        readJsonIfPresent(outDir / "config.json", /*input=*/false);
     std::map<std::string, unsigned> chunks = {
         {modelFile, static_cast<unsigned>(dataFiles.size())},
         {genaiVariant, 0}};
@@ -224,23 +223,19 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
     modelType = modelTypeOf(outConfig, m);
     if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
       return false;
-    if (generation.is_object()) {
-      // The input's, byte for byte.
-      std::error_code ec;
-      fs::path from = fs::path(opts.inputDir) / "generation_config.json";
-      fs::copy_file(from, set.stage("generation_config.json"), ec);
-      if (ec) {
-        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
-                    from.string(), set.finalPath("generation_config.json"),
-                    ec.message());
-        return false;
-      }
-    } else {
-      generation = generationConfig(nullptr, config);
-      if (!writeText(set, "generation_config.json", generation.dump(2) + "\n",
-                     diags))
-        return false;
-    }
+    // The input's, byte for byte; derived from the config only when the
+    // input folder has none (one it has but that is refused is not
+    // replaced).
+    SideFileCopy copied =
+        opts.inputDir.empty()
+            ? SideFileCopy::Absent
+            : copySideFile(set, opts.inputDir, "generation_config.json", diags);
+    if (copied == SideFileCopy::Failed)
+      return false;
+    if (copied == SideFileCopy::Absent &&
+        !writeText(set, "generation_config.json",
+                   generationConfig(nullptr, config).dump(2) + "\n", diags))
+      return false;
   }
 
   // The model as the folder's clients see it: transformers.js names in a
@@ -299,17 +294,10 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   bool copiedTokenizer = false;
   if (opts.folder && !opts.inputDir.empty()) {
     for (const std::string &name : tokenizerFileNames()) {
-      fs::path from = fs::path(opts.inputDir) / name;
-      std::error_code ec;
-      if (!fs::is_regular_file(from, ec))
-        continue;
-      fs::copy_file(from, set.stage(name), ec);
-      if (ec) {
-        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
-                    from.string(), set.finalPath(name), ec.message());
+      SideFileCopy copied = copySideFile(set, opts.inputDir, name, diags);
+      if (copied == SideFileCopy::Failed)
         return false;
-      }
-      copiedTokenizer = true;
+      copiedTokenizer = copiedTokenizer || copied == SideFileCopy::Copied;
     }
   }
 
@@ -325,7 +313,7 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   });
   set.removeStale({""}, [=](const std::string &rel) {
     if (rel == "genai_config.json") {
-      nlohmann::json old = readJsonIfPresent(genaiPath);
+      nlohmann::json old = readJsonIfPresent(genaiPath, /*input=*/false);
       if (!old.is_object())
         return false;
       const nlohmann::json *file = nullptr;

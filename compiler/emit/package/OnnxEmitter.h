@@ -14,6 +14,7 @@
 #include "ir/IR.h"
 #include "ir/WeightQuant.h"
 #include "support/Diagnostics.h"
+#include "support/FileRead.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace archc {
 
@@ -50,6 +52,12 @@ struct OnnxEmitOptions {
   ir::CheckpointQuant checkpointQuant;
   /// config.json (for genai_config.json: token ids, context length, type).
   const nlohmann::json *config = nullptr;
+  /// --allow-overflow: a weight that overflows its stored dtype becomes inf
+  /// instead of an error.
+  bool allowOverflow = false;
+  /// The files the driver read (config, .arch files): no output replaces
+  /// them (the back end records them as inputs of its own).
+  std::vector<InputFile> inputFiles;
   /// Checkpoint tensors the arch's other graphs read (a vision-language
   /// model's vision tower when its text model is emitted alone): not
   /// reported as unused.

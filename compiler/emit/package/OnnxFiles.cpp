@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "emit/package/OnnxFiles.h"
 
+#include "support/BoundedJson.h"
 #include "support/FileRead.h"
 #include "support/StagedFile.h"
 
@@ -75,11 +76,16 @@ bool writeText(OutputSet &set, const std::string &rel, const std::string &text,
 }
 
 /// Reads a JSON file if it exists; null if absent or unreadable.
-nlohmann::json readJsonIfPresent(const fs::path &path) {
+nlohmann::json readJsonIfPresent(const fs::path &path, bool input) {
   std::string text, error;
-  if (!readRegularFile(path.string(), kMaxConfigBytes, text, error))
+  if (!readRegularFile(path.string(), kMaxConfigBytes, text, error, input))
     return nullptr;
-  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j;
+  JsonParseOptions opts;
+  opts.allowNonFinite = true;
+  if (!parseBoundedJson(text, j, error, opts))
+    return nullptr;
+  return j;
 }
 
 std::string modelTypeOf(const nlohmann::json &config, const ir::Module &m) {

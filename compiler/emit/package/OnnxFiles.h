@@ -37,8 +37,12 @@ bool writeProto(const onnx::ModelProto &model, const std::string &staged,
 bool writeText(OutputSet &set, const std::string &rel, const std::string &text,
                DiagnosticEngine &diags);
 
-/// A JSON file if it exists; null if absent or unreadable.
-nlohmann::json readJsonIfPresent(const std::filesystem::path &path);
+/// A JSON file if it exists; null if absent, unreadable, over 4 MiB or
+/// nested over 64 levels (support/BoundedJson.h). `input`: the file is an
+/// input of the run (false for an earlier output read back, which the new
+/// one may replace).
+nlohmann::json readJsonIfPresent(const std::filesystem::path &path,
+                                 bool input = true);
 
 /// config.json's model_type, else the module's name.
 std::string modelTypeOf(const nlohmann::json &config, const ir::Module &m);

@@ -7,10 +7,21 @@
 //===----------------------------------------------------------------------===//
 #include "emit/package/OnnxEmitter.h"
 #include "emit/package/VlmPackage.h"
+#include "support/FileRead.h"
+
+namespace {
+/// This module has its own copy of the support library: the files the
+/// driver read are recorded in it too, so that its OutputSet refuses them.
+void noteDriverInputs(const archc::OnnxEmitOptions &opts) {
+  for (const archc::InputFile &f : opts.inputFiles)
+    archc::noteInputFile(f);
+}
+} // namespace
 
 extern "C" __attribute__((visibility("default"))) bool
 archc_emit_onnx(const archc::ir::Module *m, const archc::OnnxEmitOptions *opts,
                 archc::DiagnosticEngine *diags, std::ostream *out) {
+  noteDriverInputs(*opts);
   return archc::emitOnnx(*m, *opts, *diags, *out);
 }
 
@@ -18,5 +29,6 @@ extern "C" __attribute__((visibility("default"))) bool
 archc_emit_onnx_package(const archc::PackageGraph *graphs, size_t count,
                         const archc::OnnxEmitOptions *opts,
                         archc::DiagnosticEngine *diags, std::ostream *out) {
+  noteDriverInputs(*opts);
   return archc::emitOnnxPackage({graphs, graphs + count}, *opts, *diags, *out);
 }

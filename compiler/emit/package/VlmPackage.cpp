@@ -198,6 +198,7 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
     l.storage = std::make_unique<WeightStorage>(*g.module, ir::QuantOptions{},
                                                 opts.checkpointQuant);
     l.plan = makeWeightPlan(*g.module, source, &ckpt, opts.seed, *l.storage);
+    l.plan->setAllowOverflow(opts.allowOverflow);
     OnnxLowering lowering(*g.module, *l.model.mutable_graph(), *l.plan, diags,
                           *l.storage);
     if (!lowering.run())
@@ -298,13 +299,19 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
   // the tokenizer and the image processor's configuration.
   if (!writeText(set, "config.json", config.dump(2) + "\n", diags))
     return false;
-  nlohmann::json generation = nullptr;
-  if (!opts.inputDir.empty())
-    generation =
-        readJsonIfPresent(fs::path(opts.inputDir) / "generation_config.json");
+  // generation_config.json: the input's byte for byte, derived from the
+  // config only when the input folder has none.
+  nlohmann::json generation = readInputGenerationConfig(opts.inputDir, diags);
+  SideFileCopy copiedGeneration =
+      opts.inputDir.empty()
+          ? SideFileCopy::Absent
+          : copySideFile(set, opts.inputDir, "generation_config.json", diags);
+  if (copiedGeneration == SideFileCopy::Failed)
+    return false;
   if (!generation.is_object())
     generation = generationConfig(nullptr, config);
-  if (!writeText(set, "generation_config.json", generation.dump(2) + "\n",
+  if (copiedGeneration == SideFileCopy::Absent &&
+      !writeText(set, "generation_config.json", generation.dump(2) + "\n",
                  diags))
     return false;
   bool wroteGenai = false;
@@ -328,18 +335,9 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
     std::vector<std::string> copy = tokenizerFileNames();
     for (const std::string &n : processorFileNames())
       copy.push_back(n);
-    for (const std::string &name : copy) {
-      fs::path from = fs::path(opts.inputDir) / name;
-      std::error_code ec;
-      if (!fs::is_regular_file(from, ec))
-        continue;
-      fs::copy_file(from, set.stage(name), ec);
-      if (ec) {
-        diags.error(SourceRange(), "cannot copy '{}' into '{}': {}",
-                    from.string(), set.finalPath(name), ec.message());
+    for (const std::string &name : copy)
+      if (copySideFile(set, opts.inputDir, name, diags) == SideFileCopy::Failed)
         return false;
-      }
-    }
   }
   // Earlier data files of these graphs that this emission does not write.
   for (const auto &[dir, file] : staleRules)

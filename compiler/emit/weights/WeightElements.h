@@ -14,6 +14,7 @@
 #include "support/FloatConvert.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -90,6 +91,39 @@ inline void storeFloat(uint8_t *p, float f, ir::DType t) {
   default:
     std::memcpy(p, &f, 4);
   }
+}
+
+/// Stores `n` floats as `t` at `p`; returns the first index whose finite
+/// value became infinite (beyond f16's 65504 or bf16's range), or `n`.
+inline uint64_t storeFloats(uint8_t *p, const float *in, uint64_t n,
+                            ir::DType t) {
+  uint64_t bad = n;
+  switch (t) {
+  case ir::DType::F16:
+    for (uint64_t i = 0; i < n; ++i) {
+      uint16_t h = floatToHalf(in[i]);
+      std::memcpy(p + i * 2, &h, 2);
+      if ((h & 0x7FFF) == 0x7C00 && bad == n && std::isfinite(in[i]))
+        bad = i;
+    }
+    return bad;
+  case ir::DType::BF16:
+    for (uint64_t i = 0; i < n; ++i) {
+      uint16_t h = floatToBf16(in[i]);
+      std::memcpy(p + i * 2, &h, 2);
+      if ((h & 0x7FFF) == 0x7F80 && bad == n && std::isfinite(in[i]))
+        bad = i;
+    }
+    return bad;
+  default:
+    std::memcpy(p, in, n * 4);
+    return n;
+  }
+}
+
+/// The largest finite value of a float dtype, for messages.
+inline const char *largestFinite(ir::DType t) {
+  return t == ir::DType::F16 ? "65504" : "3.39e38";
 }
 
 inline void storeInt(uint8_t *p, int64_t v, ir::DType t) {
@@ -296,15 +330,36 @@ public:
 
   /// Quantizes one row (`l.cols` floats) into `codes` (codeBytes()),
   /// `scales` (scaleBytes()) and, when asymmetric, `zeroPoints`
-  /// (zeroPointBytes()).
-  void quantize(const float *row, uint8_t *codes, uint8_t *scales,
+  /// (zeroPointBytes()). False when a value is not finite
+  /// (`nonFiniteColumn`) or a scale overflows the scale dtype (f16 scales of
+  /// weights beyond ~4.6e5; `overflowBlock`).
+  bool quantize(const float *row, uint8_t *codes, uint8_t *scales,
                 uint8_t *zeroPoints) {
     const int64_t nb = l.blocksPerRow();
+    // Sources are checked as they stream; a non-finite value reaching the
+    // quantizer is still refused (it would become -8 x scale).
+    for (int64_t k = 0; k < l.cols; ++k)
+      if (!std::isfinite(row[k])) {
+        nonFiniteColumn = k;
+        return false;
+      }
     quantizeRow(row, l, round, codes, rowScales.data(),
                 l.symmetric ? nullptr : zeroPoints);
-    for (int64_t b = 0; b < nb; ++b)
-      storeFloat(scales + b * scaleSize, rowScales[b], sdt);
+    uint64_t bad =
+        storeFloats(scales, rowScales.data(), static_cast<uint64_t>(nb), sdt);
+    for (int64_t b = 0; b < nb && bad == static_cast<uint64_t>(nb); ++b)
+      if (!std::isfinite(rowScales[b]))
+        bad = static_cast<uint64_t>(b);
+    if (bad < static_cast<uint64_t>(nb)) {
+      overflowBlock = static_cast<int64_t>(bad);
+      return false;
+    }
+    return true;
   }
+  /// The block of the last row whose scale overflowed, or the column of a
+  /// non-finite input (-1 when none).
+  int64_t overflowBlock = -1, nonFiniteColumn = -1;
+  ir::DType scaleType() const { return sdt; }
 
 private:
   const ir::QuantLayout &l;

@@ -209,6 +209,11 @@ public:
                              const ir::QuantLayout &layout,
                              QuantRead read = QuantRead::Stack);
 
+  /// --allow-overflow: a value that overflows the dtype it is stored in
+  /// (1e6 as f16) is written as inf; by default it is an error naming the
+  /// weight and the element.
+  void setAllowOverflow(bool allow) { allowOverflow = allow; }
+
   /// Names of stacked weights the model reads as [in, out] matrices (the
   /// orientation of gpt-oss's MXFP4 blocks).
   void setInOutWeights(std::set<std::string> names) {
@@ -294,6 +299,7 @@ private:
   const PackedWeights *packed = nullptr;
   std::unique_ptr<CheckpointBinder> binder;
   std::set<std::string> inOutNames;
+  bool allowOverflow = false;
   std::vector<Entry> entries;
   std::map<std::string, size_t> index;
   uint64_t tile;
@@ -301,6 +307,11 @@ private:
   std::unique_ptr<weights::Scratch> scratch;
 
   Entry &entryFor(const std::string &name, const ir::TensorType &type);
+  /// Stores `n` floats of weight `name` (elements from `first`) as `dtype`;
+  /// reports an overflow unless allowed.
+  bool storeChecked(uint8_t *out, const float *in, uint64_t n, ir::DType dtype,
+                    const std::string &name, uint64_t first,
+                    DiagnosticEngine &diags) const;
   std::unique_ptr<FloatSource> valuesOf(const Entry &e) const;
   uint64_t regionBytes(const Entry &e, int region) const;
 

@@ -68,16 +68,22 @@ struct WeightPlan::Elements {
       for (uint64_t done = 0; done < count;) {
         uint64_t k = std::min(count - done, kChunkElems);
         values->read(start + done, k, floats);
-        store(floats, k, out + done * es);
+        if (!values->error.empty()) {
+          diags.error(SourceRange(), "cannot read weight '{}': {}", name,
+                      values->error);
+          return false;
+        }
+        // A value beyond the stored dtype's range is an error unless
+        // --allow-overflow.
+        if (!plan.storeChecked(out + done * es, floats, k, dtype, name,
+                               start + done, diags))
+          return false;
         done += k;
-      }
-      if (!values->error.empty()) {
-        diags.error(SourceRange(), "cannot read weight '{}': {}", name,
-                    values->error);
-        return false;
       }
     } else if (src) {
       const uint8_t *in = src->data + start * inSize;
+      if (wantFloat && !checkCopied(in, start, count, diags))
+        return false;
       if (wantFloat || (src->dtype == StDType::I64 && dtype == ir::DType::I64))
         std::memcpy(out, in, count * es);
       else
@@ -101,29 +107,17 @@ struct WeightPlan::Elements {
     return src->data + start * inSize;
   }
 
-  /// `count` floats stored in the entry's dtype, one loop per dtype.
-  void store(const float *f, uint64_t count, uint8_t *out) const {
-    uint16_t h;
-    switch (dtype) {
-    case ir::DType::F32:
-      std::memcpy(out, f, count * 4);
-      return;
-    case ir::DType::BF16:
-      for (uint64_t i = 0; i < count; ++i) {
-        h = floatToBf16(f[i]);
-        std::memcpy(out + i * 2, &h, 2);
-      }
-      return;
-    case ir::DType::F16:
-      for (uint64_t i = 0; i < count; ++i) {
-        h = floatToHalf(f[i]);
-        std::memcpy(out + i * 2, &h, 2);
-      }
-      return;
-    default:
-      for (uint64_t i = 0; i < count; ++i)
-        storeFloat(out + i * es, f[i], dtype);
-    }
+  /// A same-dtype copy is checked like a converted tensor: a NaN or Inf
+  /// among the `count` mapped elements from `start` is an error naming the
+  /// weight and the element.
+  bool checkCopied(const uint8_t *in, uint64_t start, uint64_t count,
+                   DiagnosticEngine &diags) const {
+    uint64_t bad = firstNonFinite(in, count, src->dtype);
+    if (bad == count)
+      return true;
+    diags.error(SourceRange(), "cannot read weight '{}': {}", name,
+                describeNonFiniteElement(*src, start + bad));
+    return false;
   }
 
   /// The source pages behind [start, start + count) are not needed now.
@@ -165,6 +159,8 @@ bool WeightPlan::produceTensor(const Entry &e, DiagnosticEngine &diags,
       el.raw += count * el.inSize;
       const MappedFile &file = ckpt->file(el.src->file);
       const uint8_t *p = el.direct(start);
+      if (el.wantFloat && !el.checkCopied(p, start, count, diags))
+        return false;
       if (!sink.appendCopy(p, count * el.es, file.descriptor(),
                            static_cast<uint64_t>(p - file.data()), diags))
         return false;
@@ -433,9 +429,13 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
             for (uint64_t i = 0; i < run.count; ++i) {
               values[run.j]->read(base + (run.from + i) * mc + c0, bCols,
                                   floats);
-              uint8_t *o = out + (run.out + i * run.stride - a) * bCols * es;
-              for (uint64_t c = 0; c < bCols; ++c)
-                storeFloat(o + c * es, floats[c], e.type.dtype);
+              uint64_t r = run.out + i * run.stride - a;
+              if (!values[run.j]->error.empty())
+                break; // reported below, by name
+              if (!storeChecked(out + r * bCols * es, floats, bCols,
+                                e.type.dtype, e.name,
+                                (x * bRows + a - r0 + r) * bCols, diags))
+                return false;
             }
             values[run.j]->release(base + run.from * mc, run.count * mc);
             if (failed(run.j))
@@ -455,8 +455,13 @@ bool WeightPlan::produceExpertBlocks(const Entry &e, DiagnosticEngine &diags,
                     out +
                     ((run.out + i * run.stride - a) * bCols + (k0 - c0)) * es;
                 for (uint64_t k = 0; k < kn; ++k)
-                  storeFloat(o + k * es, floats[k * run.count + i],
-                             e.type.dtype);
+                  if (!storeChecked(
+                          o + k * es, floats + k * run.count + i, 1,
+                          e.type.dtype, e.name,
+                          (x * bRows + run.out + i * run.stride - r0) * bCols +
+                              k0 - c0 + k,
+                          diags))
+                    return false;
               }
             }
             // Whole source rows: a later tile maps their pages again.

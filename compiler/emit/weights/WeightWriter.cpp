@@ -21,11 +21,48 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstring>
 
 namespace archc {
 
 using namespace weights;
+
+bool WeightPlan::storeChecked(uint8_t *out, const float *in, uint64_t n,
+                              ir::DType dtype, const std::string &name,
+                              uint64_t first, DiagnosticEngine &diags) const {
+  uint64_t bad = storeFloats(out, in, n, dtype);
+  if (bad == n || allowOverflow)
+    return true;
+  diags.error(SourceRange(),
+              "cannot write weight '{}' as {}: element {} is {:g}, beyond "
+              "{}'s largest value {} (--allow-overflow writes it as inf)",
+              name, ir::dtypeName(dtype), first + bad, in[bad],
+              ir::dtypeName(dtype), largestFinite(dtype));
+  return false;
+}
+
+namespace {
+/// Quantizes row `r` of weight `name` into its codes, scales and zero
+/// points; reports a non-finite value or an overflowing scale.
+bool quantizeChecked(RowQuantizer &q, const float *row, uint64_t r,
+                     uint8_t *codes, uint8_t *scales, uint8_t *zeroPoints,
+                     const std::string &name, DiagnosticEngine &diags) {
+  if (q.quantize(row, codes, scales, zeroPoints))
+    return true;
+  if (q.nonFiniteColumn >= 0)
+    diags.error(SourceRange(),
+                "cannot quantize weight '{}': row {} holds {} at column {}",
+                name, r, nonFiniteName(row[q.nonFiniteColumn]),
+                q.nonFiniteColumn);
+  else
+    diags.error(SourceRange(),
+                "cannot quantize weight '{}': the scale of row {} block {} "
+                "overflows {} (a value beyond the scale dtype's range)",
+                name, r, q.overflowBlock, ir::dtypeName(q.scaleType()));
+  return false;
+}
+} // namespace
 
 bool WeightPlan::producePlain(const Entry &e, DiagnosticEngine &diags,
                               WeightStats &stats, RegionSink &sink) const {
@@ -127,6 +164,14 @@ bool WeightPlan::producePacked(const Entry &e,
           const int64_t at = g > 1 ? (n0 + r) * g + j : r;
           for (int64_t b = 0; b < nb; ++b) {
             uint8_t *dst = scales.data() + (at * nb + b) * ss;
+            if (!std::isfinite(sc[r * nb + b])) {
+              diags.error(SourceRange(),
+                          "{}: the scale of output {}, input block {} is {}; "
+                          "the weights it scales would not be finite",
+                          p.scales->name, n0 + r, b,
+                          nonFiniteName(sc[r * nb + b]));
+              return false;
+            }
             storeFloat(dst, sc[r * nb + b], sdt);
             // MatMulNBits' scales take the activation dtype: a scale it
             // cannot hold exactly would change the checkpoint's weights.
@@ -217,8 +262,13 @@ bool WeightPlan::produceQuantized(const Entry &e, DiagnosticEngine &diags,
             row[k] = floats[k * t + i];
           src = row.data();
         }
-        quantizer.quantize(src, codes.data() + i * cb, scales.data() + i * sb,
-                           zeroPoints.data() + i * zb);
+        // A source error (a NaN code, ...) is reported below, by name.
+        if (values->error.empty() &&
+            !quantizeChecked(quantizer, src,
+                             static_cast<uint64_t>(x) * N + n0 + i,
+                             codes.data() + i * cb, scales.data() + i * sb,
+                             zeroPoints.data() + i * zb, e.name, diags))
+          return false;
       }
       if (!values->error.empty()) {
         diags.error(SourceRange(), "cannot read weight '{}': {}", e.name,
@@ -275,8 +325,9 @@ public:
       for (uint64_t k = 0; k < K; ++k)
         row[k] = loadFloat(pending.data() + k * es, dtype);
       pending.clear();
-      quantizer.quantize(row.data(), codes.data(), scales.data(),
-                         zeroPoints.data());
+      if (!quantizeChecked(quantizer, row.data(), rows, codes.data(),
+                           scales.data(), zeroPoints.data(), name, d))
+        return false;
       ++rows;
       if (!codesSink.append(codes.data(), codes.size(), d) ||
           !scalesSink.append(scales.data(), scales.size(), d) ||

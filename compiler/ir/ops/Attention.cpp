@@ -41,9 +41,53 @@ bool verifyRope(const Op &op, DiagnosticEngine &d) {
   // mrope_section.
   static const char *known[] = {"default", "linear",   "dynamic", "llama3",
                                 "yarn",    "longrope", "mrope"};
+  bool isKnown = false;
   for (const char *k : known)
-    if (type == k)
-      return true;
+    isKnown = isKnown || type == k;
+  if (isKnown && type != "default" && type != "mrope") {
+    // What the frequencies or the cos/sin tables are divided or scaled by:
+    // 0, a negative or a non-finite value gives infinite, NaN or zero
+    // tables (a llama3 factor of 0 divides by 0 in Hugging Face too). A
+    // yarn/longrope attention_factor of 0 zeroes q and k; yarn's betas
+    // enter a log (0 means the default, as in Hugging Face's `or 32`);
+    // longrope divides each frequency by its factor.
+    for (const char *key :
+         {"factor", "low_freq_factor", "high_freq_factor", "attention_factor",
+          "beta_fast", "beta_slow", "short_factor", "long_factor",
+          "original_max_position_embeddings"}) {
+      bool zeroIsDefault = std::string(key).rfind("beta", 0) == 0;
+      auto f = (*sc)->entries.find(key);
+      if (f == (*sc)->entries.end())
+        continue;
+      std::vector<double> values = {1.0};
+      if (auto *v = std::get_if<double>(&f->second))
+        values = {*v};
+      else if (auto *v = std::get_if<int64_t>(&f->second))
+        values = {static_cast<double>(*v)};
+      else if (auto *v = std::get_if<std::vector<double>>(&f->second))
+        values = *v;
+      else if (auto *v = std::get_if<std::vector<int64_t>>(&f->second))
+        values.assign(v->begin(), v->end());
+      bool list = !std::holds_alternative<double>(f->second) &&
+                  !std::holds_alternative<int64_t>(f->second);
+      for (size_t i = 0; i < values.size(); ++i)
+        if (!((values[i] > 0 || (zeroIsDefault && values[i] == 0)) &&
+              std::isfinite(values[i]))) {
+          reportOpError(
+              d, op,
+              fmt::format("rope scaling '{}' must be a positive number for "
+                          "rope type '{}', got {}{} (the rotary tables would "
+                          "not be finite, or be zero)",
+                          key, type,
+                          list ? fmt::format("{}", values[i])
+                               : attrStr(f->second),
+                          list ? fmt::format(" at index {}", i) : ""));
+          return false;
+        }
+    }
+  }
+  if (isKnown)
+    return true;
   reportOpError(d, op,
                 fmt::format("unsupported rope scaling type '{}' (supported: "
                             "default, linear, dynamic, llama3, yarn, "
@@ -659,6 +703,7 @@ void addAttentionSchemas(SchemaList &out) {
                    "the query's included (Llama 4)")
           .atLeast(1)
           .optAttr("scale", AttrType::Float, "score scale; none: 1 / sqrt(dk)")
+          .nonZero()
           .optAttr("softcap", AttrType::Float,
                    "scores become softcap * tanh(scores / softcap)")
           .above(0)
@@ -714,6 +759,7 @@ void addAttentionSchemas(SchemaList &out) {
           .atLeast(1)
           .optAttr("scale", AttrType::Float,
                    "score scale; none: 1 / sqrt(nope + dr)")
+          .nonZero()
           .attr("causal", AttrType::Bool, true,
                 "queries see keys at or before their position")
           .passOperand("mask", "int64 [batch, keys] padding mask")

@@ -224,6 +224,7 @@ void addMoeSchemas(SchemaList &out) {
                    "lower bound of the renormalisation divisor (ERNIE's "
                    "moe_norm_min)")
           .attr("scale", AttrType::Float, 1.0, "routed scaling factor")
+          .nonZero()
           .optOperand("bias", "[experts]: added to the scores for selection "
                               "only")
           .attr("groups", AttrType::Int, int64_t(1), "expert groups")
