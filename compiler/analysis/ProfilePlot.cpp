@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace archc {
@@ -20,6 +21,10 @@ namespace archc {
 namespace {
 struct Point {
   double x, y;
+  /// Of a device's series: whether the weights and the KV cache / state of
+  /// this point fit in the device's memory (the report's `fits`); a point
+  /// that does not is drawn hollow.
+  std::optional<bool> fits;
 };
 struct Series {
   Series(std::string label, std::string color, std::string dash,
@@ -223,13 +228,20 @@ void drawPanel(std::string &svg, const Panel &p, double x0, double y0, double w,
                        path, s.color,
                        s.dash.empty() ? ""
                                       : " stroke-dasharray=\"" + s.dash + "\"");
-    for (const Point &pt : s.points)
+    for (const Point &pt : s.points) {
+      bool noFit = pt.fits.has_value() && !*pt.fits;
       svg += fmt::format(
           "<circle class=\"point\" data-series=\"{}\" data-device=\"{}\" "
-          "data-batch=\"{}\" data-x=\"{:.17g}\" data-y=\"{:.17g}\" "
-          "cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"/>\n",
-          escape(s.label), escape(s.device), s.batch, pt.x, pt.y, num(X(pt.x)),
-          num(Y(pt.y)), s.color);
+          "data-batch=\"{}\" data-x=\"{:.17g}\" data-y=\"{:.17g}\"{} "
+          "cx=\"{}\" cy=\"{}\" r=\"{}\" {}/>\n",
+          escape(s.label), escape(s.device), s.batch, pt.x, pt.y,
+          pt.fits ? fmt::format(" data-fits=\"{}\"", *pt.fits ? 1 : 0) : "",
+          num(X(pt.x)), num(Y(pt.y)), noFit ? 4 : 3,
+          noFit ? fmt::format("fill=\"white\" stroke=\"{}\" "
+                              "stroke-width=\"2\"",
+                              s.color)
+                : fmt::format("fill=\"{}\"", s.color));
+    }
   }
   svg += "</g>\n";
 }
@@ -260,6 +272,7 @@ std::string renderProfilePlot(const nlohmann::ordered_json &profile) {
              "context length (tokens)", "TPOT (ms)", 1e3};
   Panel mem{"memory", "Memory: weights + KV cache / state",
             "context length (tokens)", "memory (GB)", 1e-9};
+  bool anyNoFit = false;
   for (size_t di = 0; di < devices.size(); ++di) {
     const std::string &dev = devices[di];
     for (int64_t b : batches) {
@@ -272,12 +285,18 @@ std::string renderProfilePlot(const nlohmann::ordered_json &profile) {
         const auto &p = pt.at("prefill");
         if (p.contains("devices") && p["devices"].contains(dev))
           pre.points.push_back({p.at("seq").get<double>(),
-                                p["devices"][dev].at("time_s").get<double>()});
+                                p["devices"][dev].at("time_s").get<double>(),
+                                p["devices"][dev].value("fits", true)});
         for (const auto &d : pt.at("decode"))
-          if (d.contains("devices") && d["devices"].contains(dev))
-            dec.points.push_back(
-                {d.at("past").get<double>(),
-                 d["devices"][dev].at("time_s").get<double>()});
+          if (d.contains("devices") && d["devices"].contains(dev)) {
+            const auto &dd = d["devices"][dev];
+            dec.points.push_back({d.at("past").get<double>(),
+                                  dd.at("time_s").get<double>(),
+                                  dd.value("fits", true)});
+            anyNoFit |= !dd.value("fits", true);
+          }
+        anyNoFit |= p.contains("devices") && p["devices"].contains(dev) &&
+                    !p["devices"][dev].value("fits", true);
       }
       auto byX = [](const Point &a, const Point &c) { return a.x < c.x; };
       std::sort(pre.points.begin(), pre.points.end(), byX);
@@ -320,7 +339,7 @@ std::string renderProfilePlot(const nlohmann::ordered_json &profile) {
   panels.push_back(&mem);
   const double pw = 400, ph = 340;
   double width = pw * panels.size();
-  double legendRows = devices.size() + batches.size();
+  double legendRows = devices.size() + batches.size() + (anyNoFit ? 1 : 0);
   double height = 40 + ph + 20 + 18 * legendRows + 20;
   std::string svg = fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -363,6 +382,16 @@ std::string renderProfilePlot(const nlohmann::ordered_json &profile) {
     svg += fmt::format("<text x=\"58\" y=\"{}\" font-size=\"12\">batch "
                        "{}</text>\n",
                        num(ly), b);
+    ly += 18;
+  }
+  if (anyNoFit) {
+    svg += fmt::format("<circle cx=\"35\" cy=\"{}\" r=\"4\" fill=\"white\" "
+                       "stroke=\"#444\" stroke-width=\"2\"/>\n",
+                       num(ly - 4));
+    svg += fmt::format("<text x=\"58\" y=\"{}\" font-size=\"12\">hollow: "
+                       "weights + KV cache / state do not fit in the "
+                       "device's memory</text>\n",
+                       num(ly));
     ly += 18;
   }
   svg += "</g>\n</svg>\n";

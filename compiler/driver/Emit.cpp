@@ -27,16 +27,24 @@
 
 namespace archc {
 
-/// Whether -o names a folder: a trailing '/' or an existing directory.
-static bool namesFolder(const std::string &output) {
+/// Whether -o names a folder: a trailing '/' or an existing directory;
+/// for -emit=onnx also a name without an extension that is not an
+/// existing file (`-o out` is the model folder out/, never a file `out`
+/// beside an `out_data` and a genai_config.json in the current directory).
+static bool namesFolder(const std::string &output, EmitTarget emit) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  return !output.empty() &&
-         (output.back() == '/' || std::filesystem::is_directory(output, ec));
+  if (output.empty() || output == "-")
+    return false;
+  if (output.back() == '/' || fs::is_directory(output, ec))
+    return true;
+  return emit == EmitTarget::Onnx && !fs::exists(output, ec) &&
+         fs::path(output).extension().empty();
 }
 
 bool emit(const Options &opts, Compilation &c, std::ostream &out) {
   DiagnosticEngine &diags = *c.diags;
-  bool folder = namesFolder(opts.output);
+  bool folder = namesFolder(opts.output, opts.emit);
   if (folder && opts.emit != EmitTarget::Onnx) {
     diags.error(SourceRange(),
                 "-o '{}' names a folder; this -emit target writes one file",
@@ -138,6 +146,7 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     o.folder = folder;
     o.inputDir = opts.modelDir;
     o.progress = !opts.quiet && ProgressBar::stderrIsTerminal();
+    o.summary = !opts.quiet;
     o.dataChunkBytes = opts.dataChunkBytes;
     o.weights = opts.weights;
     o.init = opts.init;

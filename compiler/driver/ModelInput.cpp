@@ -9,7 +9,9 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
@@ -31,9 +33,122 @@ bool folderHasWeights(const std::string &dir) {
   return false;
 }
 
+namespace {
+/// Whether `s` has the form of a Hugging Face model id: ORG/NAME of
+/// letters, digits, '-', '_' and '.', neither part '.' or '..', and not
+/// named like one of archc's input files.
+bool looksLikeHubId(const std::string &s) {
+  size_t slash = s.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == s.size() ||
+      s.find('/', slash + 1) != std::string::npos)
+    return false;
+  // A missing file, not a model.
+  for (const char *ext : {".arch", ".json", ".safetensors", ".onnx"})
+    if (fs::path(s).extension() == ext)
+      return false;
+  for (const std::string &part : {s.substr(0, slash), s.substr(slash + 1)}) {
+    if (part == "." || part == "..")
+      return false;
+    for (char c : part)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' &&
+          c != '_' && c != '.')
+        return false;
+  }
+  return true;
+}
+
+/// The Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else
+/// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
+fs::path hubCache() {
+  if (const char *c = std::getenv("HF_HUB_CACHE"); c && *c)
+    return c;
+  if (const char *h = std::getenv("HF_HOME"); h && *h)
+    return fs::path(h) / "hub";
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return fs::path(x) / "huggingface" / "hub";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return fs::path(home) / ".cache" / "huggingface" / "hub";
+  return {};
+}
+} // namespace
+
+std::optional<std::string> resolveHubId(const std::string &id,
+                                        std::string &error) {
+  if (!looksLikeHubId(id))
+    return std::nullopt;
+  std::error_code ec;
+  fs::path cache = hubCache();
+  std::string repo = "models--" + id.substr(0, id.find('/')) + "--" +
+                     id.substr(id.find('/') + 1);
+  fs::path root = cache / repo;
+  std::string download =
+      fmt::format("archc reads the local cache only (no network): "
+                  "`huggingface-cli download {}` fetches it, or pass the "
+                  "model's folder",
+                  id);
+  if (cache.empty() || !fs::is_directory(root, ec)) {
+    error = fmt::format("'{}' is not a file or folder, and the Hugging Face "
+                        "cache has no model '{}' (looked for '{}'); {}",
+                        id, id, root.string(), download);
+    return std::string();
+  }
+  // The revision refs/main names, as huggingface_hub resolves `main`.
+  std::string revision;
+  if (std::FILE *f = std::fopen((root / "refs" / "main").c_str(), "rb")) {
+    char buf[128] = {0};
+    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    revision.assign(buf, n);
+    while (!revision.empty() &&
+           std::isspace(static_cast<unsigned char>(revision.back())))
+      revision.pop_back();
+  }
+  if (revision.empty()) {
+    error = fmt::format("the Hugging Face cache of '{}' ('{}') has no "
+                        "refs/main naming its snapshot; {}",
+                        id, root.string(), download);
+    return std::string();
+  }
+  fs::path snapshot = root / "snapshots" / revision;
+  if (!fs::is_regular_file(snapshot / "config.json", ec)) {
+    error = fmt::format("the Hugging Face cache of '{}' has no config.json "
+                        "in its main snapshot '{}'; {}",
+                        id, snapshot.string(), download);
+    return std::string();
+  }
+  return snapshot.string();
+}
+
 bool resolveModelInput(Options &o) {
   std::error_code ec;
   std::string dir;
+  // A Hugging Face id (ORG/NAME, not a path here): its snapshot in the
+  // local cache, as a model folder.
+  for (std::string *given : {&o.input, &o.config}) {
+    if (given->empty() || fs::exists(*given, ec))
+      continue;
+    std::string error;
+    std::optional<std::string> snapshot = resolveHubId(*given, error);
+    if (!snapshot)
+      continue;
+    if (snapshot->empty()) {
+      fmt::print(stderr, "archc: error: {}\n", error);
+      return false;
+    }
+    *given = *snapshot;
+  }
+  // A config.json given as the input: as --config.
+  if (!o.input.empty() && fs::path(o.input).extension() == ".json" &&
+      fs::is_regular_file(o.input, ec)) {
+    if (!o.config.empty()) {
+      fmt::print(stderr,
+                 "archc: error: two configs given ('{}' and --config '{}')\n",
+                 o.input, o.config);
+      return false;
+    }
+    o.config = o.input;
+    o.input.clear();
+  }
   if (!o.input.empty() && fs::is_directory(o.input, ec)) {
     dir = o.input;
     o.input.clear();

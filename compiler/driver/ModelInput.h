@@ -12,13 +12,26 @@
 
 #include "driver/Options.h"
 
+#include <optional>
+#include <string>
+
 namespace archc {
 
 /// Whether `dir` holds checkpoint weights: model.safetensors.index.json or
 /// a *.safetensors file other than a fixture's expected.safetensors.
 bool folderHasWeights(const std::string &dir);
 
-/// Rewrites a model folder given as the input or as --config into
+/// The local Hugging Face cache's folder of model `id` (ORG/NAME): the
+/// snapshot refs/main names, under $HF_HUB_CACHE, $HF_HOME/hub,
+/// $XDG_CACHE_HOME/huggingface/hub or ~/.cache/huggingface/hub. nullopt
+/// when `id` is not of that form; "" with `error` set when the cache does
+/// not hold it (archc never downloads).
+std::optional<std::string> resolveHubId(const std::string &id,
+                                        std::string &error);
+
+/// Rewrites a Hugging Face id given as the input or as --config into its
+/// folder in the local cache, a config.json given as the input into
+/// opts.config, and a model folder given as the input or as --config into
 /// opts.config (its config.json), opts.modelDir and, for -emit=onnx without
 /// --weights or --init, opts.weights. Prints an error and returns false when
 /// the folder has no config.json, both name different folders, or

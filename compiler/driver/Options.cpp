@@ -26,14 +26,16 @@ namespace archc {
 namespace {
 const char *kUsage =
     R"(usage: archc [<file.arch>] --config <config.json | model folder> [options]
-       archc <model folder> [options]
+       archc <model folder | config.json | ORG/NAME> [options]
        archc --list-archs
 
 Compiles a model architecture for the Hugging Face config of one model.
 Without <file.arch>, the bundled family whose `matches` list names the
 config's architectures[0] is used. A model folder is read for its
 config.json; its safetensors are the default --weights of -emit=onnx and
--emit=profile.
+-emit=profile. A Hugging Face id ORG/NAME is the model's folder in the
+local cache ($HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub, the
+snapshot refs/main names); archc never downloads.
 
 Output:
   -emit=config         every config field as bound: value and where it came
@@ -46,9 +48,10 @@ Output:
   -emit=onnx           ONNX model (-o model.onnx), with KV-cache I/O
   -emit=onnx-text      the ONNX graph as text
   -o <path>            output file (default: stdout for text outputs);
-                       for -emit=onnx a folder (a trailing '/' or an
-                       existing directory) gets a model folder:
-                       onnx/model.onnx, config.json, genai_config.json, ...
+                       for -emit=onnx a folder (a trailing '/', an
+                       existing directory, or a new name without an
+                       extension) gets a model folder: onnx/model.onnx,
+                       config.json, genai_config.json, ...
   --dtype=<t>          f32 | f16 | bf16 (default: the config's torch_dtype;
                        f32 for ONNX)
 
@@ -144,7 +147,8 @@ Quantization (-emit=onnx; -emit=profile counts the same bytes):
 Other:
   --list-archs         list the bundled families and the architectures
                        they match
-  -q, --quiet          no progress bar while binding weights
+  -q, --quiet          no progress bar while binding weights, no list of
+                       the files of a model folder
   --help, --version
 )";
 

@@ -83,6 +83,8 @@ public:
   const std::string &stagingDirectory() const { return staging; }
   /// Whether `relPath` was registered with stage().
   bool produces(const std::string &relPath) const;
+  /// The files registered with stage(), in registration order.
+  const std::vector<std::string> &stagedFiles() const { return files; }
 
 private:
   std::string dir, staging;

@@ -1,8 +1,12 @@
 #!/usr/bin/env node
 // Loads archc's model folder of one Hugging Face fixture (../shared/hf-golden)
 // with transformers.js 4.3.1 exactly as a user would -
-// AutoModelForCausalLM.from_pretrained(OUT, {local_files_only: true}) - and
-// checks that generate() reproduces HF's greedy ids from input ids:
+// AutoModelForCausalLM.from_pretrained(OUT) - and
+// checks that generate() reproduces HF's greedy ids from input ids, each
+// folder loaded as from_pretrained(OUT) with no options at all right after
+// archc wrote it (config.json's transformers.js_config.dtype names the model
+// file of the last run: fp32, then fp16), the float32 one also with an
+// explicit dtype once the float16 one is beside it:
 //   - batch 1: the fixture's prompt, 8 new tokens;
 //   - batch 2, left-padded: [pad, pad, prompt] and [prompt, g0, g1], 6 new
 //     tokens each (HF's greedy run determines both continuations);
@@ -25,10 +29,9 @@
 // Exit 0 = pass, 1 = fail, 77 = skipped. A case is skipped only when FILE
 // (tests/skips.txt) lists its model type AND transformers.js itself confirms
 // the listed fact: `no-class` (AutoModelForCausalLM has no class for the
-// model type) or `cache-names` (loading and generating fail because
-// transformers.js feeds the model's state under names archc's folder does
-// not use). A listed fact that no longer holds fails, as does a model type
-// transformers.js has no class for that is not listed.
+// model type). A listed fact that no longer holds fails, as does a model
+// type transformers.js has no class for that is not listed, or any other
+// line.
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -70,8 +73,9 @@ function listedSkips(file) {
   const out = new Map();
   if (!file) return out;
   for (const line of fs.readFileSync(file, 'utf8').split('\n')) {
-    const m = line.match(/^tjs\s+(\S+)\s+(no-class|cache-names)\s+(.*)$/);
+    const m = line.match(/^tjs\s+(\S+)\s+(no-class)\s+(.*)$/);
     if (m) out.set(m[1], { fact: m[2], reason: m[3] });
+    else if (/^tjs\s/.test(line)) fail(`${file}: '${line}' names no fact the checker confirms (only no-class)`);
   }
   return out;
 }
@@ -164,7 +168,6 @@ async function main() {
   if (listed && listed.fact === 'no-class')
     fail(`${name}: tests/skips.txt says transformers.js has no class for '${cfg.model_type}', but it has one: ` +
       'remove the line');
-  emitCapture(args, out, ['--dtype=f16']);
   const REL_TOL_F16 = f16Bound(arch);
 
   const chunks = cfg['transformers.js_config']?.use_external_data_format?.['model.onnx'] ?? 0;
@@ -215,36 +218,32 @@ async function main() {
     if (!ok) failures.push(`${dtype} ${label}`);
   };
 
-  // A listed `cache-names` case: transformers.js must fail on the state's
-  // names (the confirmed fact), else the line is stale.
-  if (listed && listed.fact === 'cache-names') {
-    try {
-      const model = await AutoModelForCausalLM.from_pretrained(out, { local_files_only: true, dtype: 'fp32', device: 'cpu' });
-      await generate(model, [prompt], [prompt.map(() => 1)], 1);
-      await model.dispose();
-    } catch (e) {
-      const msg = String(e.message || e);
-      if (/Missing the following inputs/.test(msg))
-        skip(`${name}: transformers.js feeds this model's state under its own names (${msg.slice(0, 160)}); ${listed.reason}`);
-      throw e;
-    }
-    fail(`${name}: tests/skips.txt lists '${cfg.model_type}' (cache-names), but transformers.js runs the folder: remove the line`);
-  }
   if (cannot)
     fail(`${name}: archc says transformers.js cannot run this model (${cannot[1]}), but it is not a listed skip`);
 
+  // The user's default call: from_pretrained(OUT), no dtype, no device;
+  // config.json must name the dtype of the file archc just wrote.
+  const defaultDtype = (want) => {
+    const c = JSON.parse(fs.readFileSync(path.join(out, 'config.json'), 'utf8'));
+    const got = c['transformers.js_config']?.dtype;
+    if (got !== want)
+      fail(`${name}: config.json's transformers.js_config.dtype is ${JSON.stringify(got)} after archc wrote the ${want} model, want "${want}"`);
+  };
   const noF16Tokens = f16Exclusion(args.exclusions, name);
   for (const dtype of ['fp32', 'fp16']) {
     const { want } = runs[dtype];
+    if (dtype === 'fp16')
+      emitCapture(args, out, ['--dtype=f16']);
+    defaultDtype(dtype);
     if (dtype === 'fp16' && noF16Tokens) {
       // The folder still loads and generates; its tokens are not compared.
-      const model = await AutoModelForCausalLM.from_pretrained(out, { local_files_only: true, dtype, device: 'cpu' });
+      const model = await AutoModelForCausalLM.from_pretrained(out);
       const [b1] = await generate(model, [prompt], [prompt.map(() => 1)], steps);
       console.log(`ok   ${name} fp16 batch 1 generated [${b1}]; tokens not compared (tests/exclusions.txt: ${noF16Tokens})`);
       await model.dispose();
       continue;
     }
-    const model = await AutoModelForCausalLM.from_pretrained(out, { local_files_only: true, dtype, device: 'cpu' });
+    const model = await AutoModelForCausalLM.from_pretrained(out);
     const [b1] = await generate(model, [prompt], [prompt.map(() => 1)], steps);
     compare('batch 1', b1, want, 0, dtype);
     const pad = cfg.pad_token_id ?? cfg.text_config?.pad_token_id ?? 0;
@@ -253,6 +252,14 @@ async function main() {
     const [a, b] = await generate(model, [rowA, rowB], [maskA, maskB], steps - 2);
     compare('batch 2 left-padded row', a, want.slice(0, steps - 2), 0, dtype);
     compare('batch 2 unpadded row', b, want.slice(2), 2, dtype);
+    await model.dispose();
+  }
+  // The float32 model still loads beside the float16 one (its external
+  // data chunk count kept in config.json across the second run).
+  {
+    const model = await AutoModelForCausalLM.from_pretrained(out, { dtype: 'fp32' });
+    const [b1] = await generate(model, [prompt], [prompt.map(() => 1)], 1);
+    compare('batch 1 (dtype fp32 beside fp16, first token)', b1, runs.fp32.want.slice(0, 1), 0, 'fp32');
     await model.dispose();
   }
   console.log(`${name}: onnx/model.onnx with ${chunks} external data file(s), onnx/model_fp16.onnx`);

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // transformers.js check of a quantized model folder (tests/quant/README.md):
 // loads archc's model folder OUT with transformers.js 4.3.1 as a user would -
-// AutoModelForCausalLM.from_pretrained(OUT, {local_files_only: true, dtype})
-// with a quantized dtype (q4 -> onnx/model_q4.onnx, q4f16, int8) - and checks
+// AutoModelForCausalLM.from_pretrained(OUT), no options: config.json's
+// transformers.js_config.dtype must be the quantized dtype (q4 ->
+// onnx/model_q4.onnx, q4f16, int8) - and checks
 // that generate() reproduces the greedy ids of --expected, the numpy
 // reference over the weights as the model stores them (run_quant_case.py:
 // read back from the ONNX file, dequantized per ONNX Runtime's operator
@@ -97,8 +98,15 @@ async function main() {
     if (!ok) failures.push(label);
   };
 
-  const model = await AutoModelForCausalLM.from_pretrained(args.folder,
-    { local_files_only: true, dtype: args.dtype, device: 'cpu' });
+  // The user's default call: no dtype, no device. config.json's
+  // transformers.js_config.dtype must name this folder's quantized file
+  // (without it, transformers.js picks fp32 in node and q8 in a browser).
+  const configDtype = cfg['transformers.js_config']?.dtype;
+  if (configDtype !== args.dtype) {
+    console.log(`FAIL ${name}: config.json's transformers.js_config.dtype is ${JSON.stringify(configDtype)}, want "${args.dtype}"`);
+    process.exit(1);
+  }
+  const model = await AutoModelForCausalLM.from_pretrained(args.folder);
   const [b1] = await generate(model, [prompt], [prompt.map(() => 1)], steps);
   compare('batch 1', b1, want, 0);
   const pad = cfg.pad_token_id ?? cfg.text_config?.pad_token_id ?? 0;

@@ -208,13 +208,188 @@ TEST(ClientIo, TransformersJsNames) {
   EXPECT_FALSE(none.runs);
   EXPECT_NE(none.whyNot.find("no causal-LM class for model_type 'mixtral'"),
             std::string::npos);
-  onnx::GraphProto v4 = graphWith({"past_key_values.0.kv"}, {"present.0.kv"});
-  ClientIo dsv4 = transformersJsIo(v4, "deepseek_v4");
-  EXPECT_FALSE(dsv4.runs);
-  EXPECT_NE(dsv4.whyNot.find("(kv)"), std::string::npos);
+  onnx::GraphProto v3 = graphWith({"past_key_values.0.kv"}, {"present.0.kv"});
+  ClientIo dsv3 = transformersJsIo(v3, "deepseek_v3");
+  EXPECT_FALSE(dsv3.runs);
+  EXPECT_NE(dsv3.whyNot.find("layer 0's states (kv)"), std::string::npos);
   // Plain key/value graphs are unchanged.
   onnx::GraphProto kv = graphWith({"past_key_values.0.key"}, {"present.0.key"});
   EXPECT_FALSE(transformersJsIo(kv, "llama").changesGraph());
+}
+
+/// The names of `list`.
+std::vector<std::string>
+namesOf(const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &list) {
+  std::vector<std::string> names;
+  for (const auto &vi : list)
+    names.push_back(vi.name());
+  return names;
+}
+
+/// Gives every input and output of `g` the shape [batch_size, 3, last].
+void lastDims(onnx::GraphProto &g, const std::map<std::string, int64_t> &dims) {
+  for (auto *list : {g.mutable_input(), g.mutable_output()})
+    for (auto &vi : *list) {
+      auto *shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->add_dim()->set_dim_param("batch_size");
+      shape->add_dim()->set_dim_value(3);
+      shape->add_dim()->set_dim_value(dims.at(vi.name()));
+    }
+}
+
+TEST(ClientIo, TransformersJsStateSpaceNames) {
+  // getCacheNames: LFM2's conv layers past_conv.{i}; the Mamba-2 hybrids'
+  // past_conv.{i} + past_ssm.{i}, Falcon-H1's beside the layer's key and
+  // value; outputs present_conv.{i} / present_ssm.{i}.
+  onnx::GraphProto lfm2 = graphWith(
+      {"input_ids", "past_key_values.0.conv_state", "past_key_values.1.key",
+       "past_key_values.1.value"},
+      {"logits", "present.0.conv_state", "present.1.key", "present.1.value"});
+  ClientIo io = transformersJsIo(lfm2, "lfm2");
+  ASSERT_TRUE(io.runs) << io.whyNot;
+  applyClientIo(lfm2, io);
+  EXPECT_EQ(namesOf(lfm2.input()),
+            (std::vector<std::string>{"input_ids", "past_conv.0",
+                                      "past_key_values.1.key",
+                                      "past_key_values.1.value"}));
+  EXPECT_EQ(namesOf(lfm2.output())[1], "present_conv.0");
+
+  for (const char *type : {"granitemoehybrid", "nemotron_h", "falcon_h1"}) {
+    onnx::GraphProto g = graphWith(
+        {"past_key_values.0.conv_state", "past_key_values.0.ssm_state"},
+        {"present.0.conv_state", "present.0.ssm_state"});
+    ClientIo m = transformersJsIo(g, type);
+    ASSERT_TRUE(m.runs) << type << ": " << m.whyNot;
+    applyClientIo(g, m);
+    EXPECT_EQ(namesOf(g.input()),
+              (std::vector<std::string>{"past_conv.0", "past_ssm.0"}))
+        << type;
+    EXPECT_EQ(namesOf(g.output()),
+              (std::vector<std::string>{"present_conv.0", "present_ssm.0"}))
+        << type;
+  }
+  onnx::GraphProto h1 =
+      graphWith({"past_key_values.0.key", "past_key_values.0.value",
+                 "past_key_values.0.conv_state", "past_key_values.0.ssm_state"},
+                {"present.0.key", "present.0.value", "present.0.conv_state",
+                 "present.0.ssm_state"});
+  ClientIo hio = transformersJsIo(h1, "falcon_h1");
+  ASSERT_TRUE(hio.runs) << hio.whyNot;
+  applyClientIo(h1, hio);
+  EXPECT_EQ(namesOf(h1.input()),
+            (std::vector<std::string>{"past_key_values.0.key",
+                                      "past_key_values.0.value", "past_conv.0",
+                                      "past_ssm.0"}));
+  // Only the families getCacheNames lists: Bamba has no class, and a
+  // Mamba-2 layer with both states in a family without these names is not
+  // renamed.
+  onnx::GraphProto other =
+      graphWith({"past_key_values.0.conv_state", "past_key_values.0.ssm_state"},
+                {"present.0.conv_state", "present.0.ssm_state"});
+  EXPECT_FALSE(transformersJsIo(other, "bamba").runs);
+  ClientIo gdn = transformersJsIo(other, "qwen3_next");
+  EXPECT_FALSE(gdn.runs);
+  EXPECT_NE(gdn.whyNot.find("(conv_state, ssm_state)"), std::string::npos);
+}
+
+TEST(ClientIo, TransformersJsDeepSeekV4Names) {
+  // Layer 0 sliding (window keys only), layer 1 CSA (compressor and
+  // indexer), layer 2 HCA (compressor). transformers.js feeds
+  // past_key_values.{i}.key / .value, past_compressor.{i}.kv / .gate and
+  // past_indexer.{i}.kv / .gate.
+  const std::vector<std::string> states = {"0.kv",
+                                           "1.kv",
+                                           "1.compressed_kv",
+                                           "1.compressed_kv_state",
+                                           "1.index_kv",
+                                           "1.index_kv_state",
+                                           "2.kv",
+                                           "2.compressed_kv",
+                                           "2.compressed_kv_state"};
+  std::vector<std::string> in = {"input_ids"}, out = {"logits"};
+  std::map<std::string, int64_t> dims = {{"input_ids", 1}, {"logits", 8}};
+  for (const std::string &st : states) {
+    int64_t last = st.find("index_kv_state") != std::string::npos ? 64
+                   : st.find("kv_state") != std::string::npos     ? 128
+                   : st.find("index_kv") != std::string::npos     ? 16
+                                                                  : 32;
+    in.push_back("past_key_values." + st);
+    out.push_back("present." + st);
+    dims[in.back()] = dims[out.back()] = last;
+  }
+  onnx::GraphProto g = graphWith(in, out);
+  lastDims(g, dims);
+  ClientIo io = transformersJsIo(g, "deepseek_v4");
+  ASSERT_TRUE(io.runs) << io.whyNot;
+  ASSERT_TRUE(io.changesGraph());
+  applyClientIo(g, io);
+  EXPECT_EQ(
+      namesOf(g.input()),
+      (std::vector<std::string>{
+          "input_ids", "past_key_values.0.key", "past_key_values.1.key",
+          "past_key_values.1.value", "past_compressor.1.kv",
+          "past_compressor.1.gate", "past_indexer.1.kv", "past_indexer.1.gate",
+          "past_key_values.2.key", "past_key_values.2.value",
+          "past_compressor.2.kv", "past_compressor.2.gate"}));
+  EXPECT_EQ(namesOf(g.output()),
+            (std::vector<std::string>{
+                "logits", "present.0.key", "present.1.key", "present.1.value",
+                "present_compressor.1.kv", "present_compressor.1.gate",
+                "present_indexer.1.kv", "present_indexer.1.gate",
+                "present.2.key", "present.2.value", "present_compressor.2.kv",
+                "present_compressor.2.gate"}));
+  auto last = [](const onnx::ValueInfoProto &vi) {
+    const auto &s = vi.type().tensor_type().shape();
+    return s.dim(s.dim_size() - 1).dim_value();
+  };
+  std::map<std::string, int64_t> got;
+  for (const auto &vi : g.input())
+    got[vi.name()] = last(vi);
+  for (const auto &vi : g.output())
+    got[vi.name()] = last(vi);
+  EXPECT_EQ(got["past_key_values.1.value"], 48); // entries | indexer keys
+  EXPECT_EQ(got["present.1.value"], 48);
+  EXPECT_EQ(got["past_key_values.2.value"], 32); // renamed only
+  EXPECT_EQ(got["past_compressor.1.kv"], 64);    // kv | gate halves
+  EXPECT_EQ(got["present_compressor.1.gate"], 64);
+  EXPECT_EQ(got["past_indexer.1.gate"], 32);
+  // The graph's own names are computed from the client's tensors: the
+  // input side joins (Concat) or splits (Split), before every other node;
+  // the output side after them.
+  std::map<std::string, const onnx::NodeProto *> producer;
+  for (const auto &n : g.node())
+    for (const auto &o : n.output())
+      producer[o] = &n;
+  const onnx::NodeProto *state =
+      producer.at("past_key_values.1.compressed_kv_state");
+  EXPECT_EQ(state->op_type(), "Concat");
+  EXPECT_EQ(
+      std::vector<std::string>(state->input().begin(), state->input().end()),
+      (std::vector<std::string>{"past_compressor.1.kv",
+                                "past_compressor.1.gate"}));
+  const onnx::NodeProto *entries = producer.at("past_key_values.1.index_kv");
+  EXPECT_EQ(entries->op_type(), "Split");
+  EXPECT_EQ(entries->input(0), "past_key_values.1.value");
+  EXPECT_EQ(entries->output(0), "past_key_values.1.compressed_kv");
+  const onnx::NodeProto *gate = producer.at("present_compressor.1.gate");
+  EXPECT_EQ(gate->op_type(), "Split");
+  EXPECT_EQ(gate->input(0), "present.1.compressed_kv_state");
+  const onnx::NodeProto *value = producer.at("present.1.value");
+  EXPECT_EQ(value->op_type(), "Concat");
+  EXPECT_EQ(value->input(1), "present.1.index_kv");
+  // Topological order: the Identity standing for the model between.
+  int identity = -1;
+  for (int i = 0; i < g.node_size(); ++i)
+    if (g.node(i).op_type() == "Identity")
+      identity = i;
+  for (int i = 0; i < g.node_size(); ++i) {
+    bool readsModel = false;
+    for (const auto &x : g.node(i).input())
+      readsModel |= x.rfind("present.", 0) == 0;
+    if (readsModel)
+      EXPECT_GT(i, identity) << g.node(i).name();
+  }
+  EXPECT_EQ(g.node(identity).input(1), "past_key_values.0.key");
 }
 
 TEST(ClientIo, TransformersJsMultiQueryKeyValue) {
@@ -293,6 +468,49 @@ TEST(ModelFolder, FileNamesAndLayerTypes) {
   out = outputConfig(in, next.module(), {{"model.onnx", 0}}, &previous);
   EXPECT_EQ(out["transformers.js_config"]["use_external_data_format"],
             (nlohmann::json{{"model_fp16.onnx", 2}}));
+
+  // transformers.js's dtype: the model file this run writes; kept from the
+  // folder's config where this run's file has none; an input's own dtypes
+  // (which name its folder's files) dropped.
+  auto dtype = [](ir::DType t, const ir::QuantOptions &q) {
+    return transformersJsDtype(t, ir::quantFileTag(q, t));
+  };
+  EXPECT_EQ(transformersJsDtype(ir::DType::F32), "fp32");
+  EXPECT_EQ(transformersJsDtype(ir::DType::F16), "fp16");
+  EXPECT_EQ(transformersJsDtype(ir::DType::BF16), "");
+  EXPECT_EQ(dtype(ir::DType::F32, int4), "q4");
+  EXPECT_EQ(dtype(ir::DType::F16, int4), "q4f16");
+  EXPECT_EQ(dtype(ir::DType::F32, int8), "int8");
+  EXPECT_EQ(dtype(ir::DType::F16, int8), "");
+  EXPECT_EQ(dtype(ir::DType::BF16, int4), "");
+  nlohmann::json withDtype = in;
+  withDtype["transformers.js_config"] = {
+      {"dtype", "q4f16"},
+      {"kv_cache_dtype", {{"q4f16", "float16"}}},
+      {"device_config", {{"webgpu", {{"dtype", "q4f16"}}}}}};
+  out = outputConfig(withDtype, next.module(), {}, nullptr, "fp32");
+  EXPECT_EQ(out["transformers.js_config"]["dtype"], "fp32");
+  EXPECT_FALSE(
+      out["transformers.js_config"]["device_config"]["webgpu"].contains(
+          "dtype"));
+  EXPECT_TRUE(out["transformers.js_config"].contains("kv_cache_dtype"));
+  out = outputConfig(withDtype, next.module(), {}, nullptr, "");
+  EXPECT_FALSE(out["transformers.js_config"].contains("dtype"));
+  nlohmann::json earlier = {{"transformers.js_config", {{"dtype", "q4"}}}};
+  out = outputConfig(in, next.module(), {}, &earlier, "");
+  EXPECT_EQ(out["transformers.js_config"]["dtype"], "q4");
+  out = outputConfig(in, next.module(), {}, &earlier, "fp16");
+  EXPECT_EQ(out["transformers.js_config"]["dtype"], "fp16");
+
+  // Mamba layers: no layer_types derived (the configs say which layers are
+  // which in their own fields, and transformers.js names every layer's
+  // states when layer_types is absent).
+  for (const char *family : {"falcon_h1", "nemotron_h"}) {
+    test::Compiled hybrid =
+        compileBundled(family, std::string("tiny/") + family + ".json");
+    ASSERT_TRUE(hybrid.ok) << hybrid.diagnostics();
+    EXPECT_TRUE(deriveLayerTypes(hybrid.module()).empty()) << family;
+  }
 
   // A plain decoder gets no layer_types.
   test::Compiled llama = compileBundled("llama", "tiny/llama.json");

@@ -106,6 +106,12 @@ const std::set<std::string> kEncoderTypes = {
 const std::set<std::string> kGatedDeltaNetTypes = {
     "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_5", "qwen3_5_moe"};
 
+// getCacheNames: the types whose short-convolution layers are past_conv.{i}
+// (LFM2) and whose Mamba-2 layers are past_conv.{i} + past_ssm.{i}.
+const std::set<std::string> kShortConvTypes = {"lfm2", "lfm2_moe"};
+const std::set<std::string> kMamba2HybridTypes = {"granitemoehybrid",
+                                                  "falcon_h1", "nemotron_h"};
+
 // Classes derived from Qwen2VLForConditionalGeneration: their
 // prepare_inputs_for_generation passes position_ids [3, batch, seq].
 const std::set<std::string> kQwenVlTypes = {
@@ -167,6 +173,63 @@ ClientIo transformersJsIo(const onnx::GraphProto &graph,
            "present_recurrent." + layer);
       continue;
     }
+    if (names == std::set<std::string>{"conv_state"} &&
+        kShortConvTypes.count(modelType)) {
+      both(layer, "conv_state", "past_conv." + layer, "present_conv." + layer);
+      continue;
+    }
+    if (names == std::set<std::string>{"conv_state", "ssm_state"} &&
+        kMamba2HybridTypes.count(modelType)) {
+      both(layer, "conv_state", "past_conv." + layer, "present_conv." + layer);
+      both(layer, "ssm_state", "past_ssm." + layer, "present_ssm." + layer);
+      continue;
+    }
+    if (names ==
+            std::set<std::string>{"conv_state", "ssm_state", "key", "value"} &&
+        modelType == "falcon_h1") {
+      // Falcon-H1's parallel layers: attention and Mamba-2 side by side.
+      both(layer, "conv_state", "past_conv." + layer, "present_conv." + layer);
+      both(layer, "ssm_state", "past_ssm." + layer, "present_ssm." + layer);
+      continue;
+    }
+    if (modelType == "deepseek_v4" && names.count("kv") &&
+        (names.size() == 1 ||
+         names == std::set<std::string>{"kv", "compressed_kv",
+                                        "compressed_kv_state"} ||
+         names == std::set<std::string>{"kv", "compressed_kv",
+                                        "compressed_kv_state", "index_kv",
+                                        "index_kv_state"})) {
+      // DeepSeek-V4 (getCacheNames): the window keys take the key slot (its
+      // cached length is their second-to-last dimension); the compressed
+      // entries, the indexer's beside them, the value slot; each
+      // compressor's open window [batch, W - 1, kv | gate] the client's
+      // kv and gate halves.
+      const std::string past = "past_key_values." + layer + ".";
+      const std::string present = "present." + layer + ".";
+      both(layer, "kv", past + "key", present + "key");
+      if (names.size() == 1)
+        continue;
+      if (names.count("index_kv"))
+        io.regrouped.push_back(
+            {{past + "compressed_kv", past + "index_kv"},
+             {present + "compressed_kv", present + "index_kv"},
+             {past + "value"},
+             {present + "value"}});
+      else
+        both(layer, "compressed_kv", past + "value", present + "value");
+      auto window = [&](const std::string &state, const std::string &client) {
+        io.regrouped.push_back({{past + state},
+                                {present + state},
+                                {"past_" + client + "." + layer + ".kv",
+                                 "past_" + client + "." + layer + ".gate"},
+                                {"present_" + client + "." + layer + ".kv",
+                                 "present_" + client + "." + layer + ".gate"}});
+      };
+      window("compressed_kv_state", "compressor");
+      if (names.count("index_kv_state"))
+        window("index_kv_state", "indexer");
+      continue;
+    }
     if (names == std::set<std::string>{"compressed_kv", "k_pe"} &&
         modelType == "deepseek_v3") {
       // MLA: the two cached tensors take the two slots transformers.js
@@ -186,6 +249,7 @@ ClientIo transformersJsIo(const onnx::GraphProto &graph,
                 layer + "'s states (" + list + ") of model_type '" + modelType +
                 "'";
     io.rename.clear();
+    io.regrouped.clear();
     return io;
   }
   io.positionIds3d = hasPositions && kQwenVlTypes.count(modelType);
@@ -270,11 +334,138 @@ void fuseKeyValue(onnx::GraphProto &graph, const std::string &layer) {
   *nodes.Add() = std::move(concat);
   graph.mutable_node()->Swap(&nodes);
 }
+
+/// Gives the graph the client's grouping of one state (RegroupedState):
+/// its inputs become the client's past tensors, concatenated and split
+/// into the graph's; its outputs the client's present tensors, split from
+/// the concatenation of the graph's. Every tensor splits on the last axis,
+/// the client's into equal parts.
+void regroupState(onnx::GraphProto &graph, const RegroupedState &r) {
+  auto lastDim = [](const onnx::ValueInfoProto &vi) {
+    const auto &shape = vi.type().tensor_type().shape();
+    return shape.dim(shape.dim_size() - 1).dim_value();
+  };
+  std::vector<onnx::NodeProto> front, back;
+  auto axisNode = [](const std::string &op, const std::string &name) {
+    onnx::NodeProto n;
+    n.set_op_type(op);
+    n.set_name(name);
+    auto *axis = n.add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(-1);
+    return n;
+  };
+  auto sizesNode = [](const std::string &name,
+                      const std::vector<int64_t> &sizes) {
+    onnx::NodeProto c;
+    c.set_op_type("Constant");
+    c.set_name(name);
+    c.add_output(name);
+    auto *value = c.add_attribute();
+    value->set_name("value");
+    value->set_type(onnx::AttributeProto::TENSOR);
+    auto *t = value->mutable_t();
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(sizes.size()));
+    for (int64_t v : sizes)
+      t->add_int64_data(v);
+    return c;
+  };
+  // Replaces the graph's `from` entries of `list` by the client's `to`
+  // (at the first one's position, its type with the last dim the total
+  // split evenly); `fromSizes`, `toSizes`: the last dims of both.
+  auto replace =
+      [&](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &list,
+          const std::vector<std::string> &from,
+          const std::vector<std::string> &to, std::vector<int64_t> &fromSizes,
+          std::vector<int64_t> &toSizes) {
+        int first = -1;
+        int64_t total = 0;
+        onnx::ValueInfoProto proto;
+        for (const std::string &name : from)
+          for (int i = 0; i < list.size(); ++i)
+            if (list[i].name() == name) {
+              if (first < 0) {
+                first = i;
+                proto = list[i];
+              }
+              fromSizes.push_back(lastDim(list[i]));
+              total += fromSizes.back();
+            }
+        google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> kept;
+        for (int i = 0; i < list.size(); ++i) {
+          if (i == first)
+            for (const std::string &name : to) {
+              onnx::ValueInfoProto vi = proto;
+              vi.set_name(name);
+              auto *shape =
+                  vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+              int64_t part = total / static_cast<int64_t>(to.size());
+              shape->mutable_dim(shape->dim_size() - 1)->set_dim_value(part);
+              toSizes.push_back(part);
+              *kept.Add() = vi;
+            }
+          bool dropped = false;
+          for (const std::string &name : from)
+            dropped |= list[i].name() == name;
+          if (!dropped)
+            *kept.Add() = list[i];
+        }
+        list.Swap(&kept);
+      };
+  // Joins `parts` into one tensor and splits it into `outs` (of `sizes`),
+  // in `nodes`; a side of one tensor needs no node.
+  auto regroup = [&](std::vector<onnx::NodeProto> &nodes,
+                     const std::vector<std::string> &parts,
+                     const std::vector<std::string> &outs,
+                     const std::vector<int64_t> &sizes,
+                     const std::string &tag) {
+    std::string joined = parts.size() == 1 ? parts[0] : tag + "/joined";
+    if (parts.size() > 1 && outs.size() == 1)
+      joined = outs[0];
+    if (parts.size() > 1) {
+      onnx::NodeProto concat = axisNode("Concat", tag + "/concat");
+      for (const std::string &p : parts)
+        concat.add_input(p);
+      concat.add_output(joined);
+      nodes.push_back(std::move(concat));
+    }
+    if (outs.size() > 1) {
+      nodes.push_back(sizesNode(tag + "/sizes", sizes));
+      onnx::NodeProto split = axisNode("Split", tag + "/split");
+      split.add_input(joined);
+      split.add_input(tag + "/sizes");
+      for (const std::string &o : outs)
+        split.add_output(o);
+      nodes.push_back(std::move(split));
+    }
+  };
+  std::vector<int64_t> pastGraph, pastClient, presentGraph, presentClient;
+  replace(*graph.mutable_input(), r.graphPast, r.clientPast, pastGraph,
+          pastClient);
+  regroup(front, r.clientPast, r.graphPast, pastGraph, r.clientPast[0]);
+  replace(*graph.mutable_output(), r.graphPresent, r.clientPresent,
+          presentGraph, presentClient);
+  regroup(back, r.graphPresent, r.clientPresent, presentClient,
+          r.clientPresent[0]);
+  // Kept in topological order: the inputs' nodes first, the outputs' last.
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (auto &n : front)
+    *nodes.Add() = std::move(n);
+  for (auto &node : *graph.mutable_node())
+    *nodes.Add() = std::move(node);
+  for (auto &n : back)
+    *nodes.Add() = std::move(n);
+  graph.mutable_node()->Swap(&nodes);
+}
 } // namespace
 
 void applyClientIo(onnx::GraphProto &graph, const ClientIo &io) {
   for (const std::string &layer : io.fusedKeyValue)
     fuseKeyValue(graph, layer);
+  for (const RegroupedState &r : io.regrouped)
+    regroupState(graph, r);
   auto renamed = [&](const std::string &n) -> const std::string * {
     auto it = io.rename.find(n);
     return it == io.rename.end() ? nullptr : &it->second;

@@ -35,6 +35,18 @@ std::string folderModelFile(ir::DType dtype, const std::string &quantTag) {
   return "model.onnx";
 }
 
+std::string transformersJsDtype(ir::DType dtype, const std::string &tag) {
+  if (tag == "q4" || tag == "q4f16" || tag == "int8")
+    return tag;
+  if (!tag.empty())
+    return "";
+  if (dtype == ir::DType::F32)
+    return "fp32";
+  if (dtype == ir::DType::F16)
+    return "fp16";
+  return "";
+}
+
 std::vector<std::string> deriveLayerTypes(const ir::Module &m) {
   // Layer index -> the state names it keeps.
   std::map<int64_t, std::set<std::string>> layers;
@@ -59,6 +71,12 @@ std::vector<std::string> deriveLayerTypes(const ir::Module &m) {
   for (const auto &[i, names] : layers) {
     if (i != expect++)
       return {}; // not one entry per layer
+    // Mamba layers (Bamba, Falcon-H1, Granite-4, Nemotron-H): their configs
+    // say which layers are which in their own fields, and transformers.js
+    // 4.3.1 names their states for every layer when layer_types is absent
+    // (getCacheNames); "linear_attention" would hide them from it.
+    if (names.count("ssm_state"))
+      return {};
     if (names.count("conv_state") || names.count("recurrent_state"))
       types.push_back("linear_attention");
     else if (names.count("index_kv"))
@@ -75,7 +93,8 @@ std::vector<std::string> deriveLayerTypes(const ir::Module &m) {
 
 nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
                             const std::map<std::string, unsigned> &dataChunks,
-                            const nlohmann::json *previous) {
+                            const nlohmann::json *previous,
+                            const std::string &dtype) {
   nlohmann::json out = input;
   // The folder's models hold the checkpoint's weights dequantized (or
   // re-quantized by --quant, which the file name says), never in the
@@ -116,12 +135,16 @@ nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
   // transformers.js loads external data in a browser only when config.json
   // names the number of chunks per model file.
   nlohmann::json chunks = nlohmann::json::object();
+  nlohmann::json previousDtype = nullptr;
   if (previous && previous->is_object()) {
     auto it = previous->find("transformers.js_config");
     if (it != previous->end() && it->is_object()) {
       auto u = it->find("use_external_data_format");
       if (u != it->end() && u->is_object())
         chunks = *u;
+      auto d = it->find("dtype");
+      if (d != it->end() && d->is_string())
+        previousDtype = *d;
     }
   }
   for (const auto &[file, n] : dataChunks) {
@@ -138,6 +161,17 @@ nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
     tjs.erase("use_external_data_format");
   else
     tjs["use_external_data_format"] = chunks;
+  // The dtype from_pretrained(OUT) loads without one: this run's file (the
+  // input's own dtype, and its per-device ones, name its folder's files).
+  tjs.erase("dtype");
+  if (tjs.contains("device_config") && tjs["device_config"].is_object())
+    for (auto &[device, c] : tjs["device_config"].items())
+      if (c.is_object())
+        c.erase("dtype");
+  if (!dtype.empty())
+    tjs["dtype"] = dtype;
+  else if (previousDtype.is_string())
+    tjs["dtype"] = previousDtype;
   if (tjs.empty())
     out.erase("transformers.js_config");
   else

@@ -36,6 +36,14 @@ namespace archc {
 /// model_int8bf16.onnx (ir::quantFileTag).
 std::string folderModelFile(ir::DType dtype, const std::string &quantTag = "");
 
+/// transformers.js 4.3.1's dtype of the model file folderModelFile names
+/// for the same arguments ("fp32", "fp16", "q4", "q4f16", "int8"), or ""
+/// where it has none (bf16 activations, int8 weights with half
+/// activations): `quantTag` is the stored weights' tag, from --quant or a
+/// quantized checkpoint's own codes.
+std::string transformersJsDtype(ir::DType dtype,
+                                const std::string &quantTag = "");
+
 /// The per-layer kinds of the compiled graph, in the vocabulary of Hugging
 /// Face's `layer_types` ("full_attention", "linear_attention",
 /// "sliding_attention", "compressed_sparse_attention",
@@ -49,10 +57,17 @@ std::vector<std::string> deriveLayerTypes(const ir::Module &m);
 /// attention kind (in text_config for a composite config), and
 /// transformers.js's external data chunk
 /// counts per model file (`dataChunks`, merged with those of `previous`,
-/// the config.json already in the folder, for model files that stay).
+/// the config.json already in the folder, for model files that stay), and
+/// `transformers.js_config.dtype`: `dtype` (the transformers.js dtype of the
+/// model file this run writes), so that from_pretrained(OUT) without a
+/// dtype loads it on every device (the browser's WASM default, q8, names a
+/// file archc does not write); where this run's file has none, the dtype of
+/// `previous`, else none (an input's own dtype names files of its folder,
+/// not of this one).
 nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
                             const std::map<std::string, unsigned> &dataChunks,
-                            const nlohmann::json *previous);
+                            const nlohmann::json *previous,
+                            const std::string &dtype = "");
 
 /// OUT/generation_config.json when the input folder has none: the
 /// defaults Hugging Face derives from the model config (token ids); with

@@ -42,6 +42,49 @@ namespace fs = std::filesystem;
 
 namespace archc {
 
+namespace {
+/// After a model folder run (stderr): the files it wrote and how each
+/// client loads the folder.
+void printFolderSummary(const OutputSet &set, const fs::path &outDir,
+                        const fs::path &modelRel, size_t dataFiles,
+                        const std::string &tjsDtype, bool tjsRuns, bool genai) {
+  std::string modelFile = modelRel.filename().string();
+  // The model first, then the other files by name.
+  std::vector<std::string> files = set.stagedFiles();
+  std::sort(files.begin(), files.end(),
+            [&](const std::string &a, const std::string &b) {
+              bool ma = a == modelRel.string(), mb = b == modelRel.string();
+              return ma != mb ? ma : a < b;
+            });
+  std::string list;
+  for (const std::string &rel : files) {
+    if (isExternalDataOf(modelFile, fs::path(rel).filename().string()))
+      continue;
+    list += (list.empty() ? "" : ", ") + rel;
+    if (rel == modelRel.string() && dataFiles)
+      list += fmt::format(" (+ {} external data file{})", dataFiles,
+                          dataFiles == 1 ? "" : "s");
+  }
+  std::string dir = outDir.string();
+  fmt::print(stderr, "archc: wrote model folder '{}': {}\n", dir, list);
+  if (!tjsRuns)
+    fmt::print(stderr, "  transformers.js:   cannot run it (see the note "
+                       "above)\n");
+  else if (tjsDtype.empty())
+    fmt::print(stderr,
+               "  transformers.js:   has no dtype for {}; the folder's "
+               "default is config.json's transformers.js_config.dtype\n",
+               modelRel.string());
+  else
+    fmt::print(stderr,
+               "  transformers.js:   await AutoModelForCausalLM."
+               "from_pretrained('{}')  // {}: config.json's dtype '{}'\n",
+               dir, modelRel.string(), tjsDtype);
+  if (genai)
+    fmt::print(stderr, "  onnxruntime-genai: og.Model('{}')\n", dir);
+}
+} // namespace
+
 bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
               DiagnosticEngine &diags, std::ostream &textOut) {
   Checkpoint ckpt;
@@ -174,7 +217,9 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
         {modelFile, static_cast<unsigned>(dataFiles.size())},
         {genaiVariant, 0}};
     nlohmann::json outConfig = outputConfig(
-        config, m, chunks, previous.is_object() ? &previous : nullptr);
+        config, m, chunks, previous.is_object() ? &previous : nullptr,
+        transformersJsDtype(m.activationDType,
+                            storage.fileTag(m.activationDType)));
     modelType = modelTypeOf(outConfig, m);
     if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
       return false;
@@ -208,13 +253,24 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
                                "({})",
                                set.finalPath(modelRel.string()), tjs.whyNot));
   }
+  std::string genaiWhyNot;
+  bool writeGenai = opts.genaiConfig;
+  if (writeGenai && !genaiBindsStates(m, genaiWhyNot)) {
+    diags.report(Severity::Note, SourceRange(),
+                 "genai_config.json not written: " + genaiWhyNot);
+    writeGenai = false;
+  }
   onnx::ModelProto genaiModel;
   std::string genaiRel = modelRel.string();
+  // onnxruntime-genai's graph beside the client's only where a
+  // genai_config.json names it.
   bool twoGraphs = opts.folder && tjs.runs && tjs.changesGraph();
+  bool genaiGraph = twoGraphs && writeGenai;
   if (twoGraphs) {
     // onnxruntime-genai's graph: the same weights (same data files), its
     // own names, beside the model.
-    genaiModel = model;
+    if (genaiGraph)
+      genaiModel = model;
     genaiRel =
         (modelDirRel / (modelRel.stem().string() + ".genai.onnx")).string();
     applyClientIo(*model.mutable_graph(), tjs);
@@ -223,18 +279,11 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
       !writeProto(model, set.stage(modelRel.string()),
                   set.finalPath(modelRel.string()), diags))
     return false;
-  if (twoGraphs && (!checkModel(stagedModelDir.string(), genaiModel, diags) ||
-                    !writeProto(genaiModel, set.stage(genaiRel),
-                                set.finalPath(genaiRel), diags)))
+  if (genaiGraph && (!checkModel(stagedModelDir.string(), genaiModel, diags) ||
+                     !writeProto(genaiModel, set.stage(genaiRel),
+                                 set.finalPath(genaiRel), diags)))
     return false;
 
-  std::string genaiWhyNot;
-  bool writeGenai = opts.genaiConfig;
-  if (writeGenai && !genaiBindsStates(m, genaiWhyNot)) {
-    diags.report(Severity::Note, SourceRange(),
-                 "genai_config.json not written: " + genaiWhyNot);
-    writeGenai = false;
-  }
   if (writeGenai) {
     nlohmann::ordered_json genai = makeGenaiConfig(
         m, config, generation.is_object() ? &generation : nullptr, genaiRel,
@@ -290,7 +339,31 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
     }
     return false;
   });
-  return set.publish(diags);
+  if (!set.publish(diags))
+    return false;
+  if (opts.folder) {
+    std::error_code ec;
+    bool tokenizer = copiedTokenizer ||
+                     fs::is_regular_file(outDir / "tokenizer.json", ec) ||
+                     fs::is_regular_file(outDir / "tokenizer.model", ec);
+    if (!tokenizer)
+      diags.warning(SourceRange(),
+                    fmt::format("'{}' has no tokenizer (tokenizer.json): "
+                                "transformers.js pipelines and "
+                                "onnxruntime-genai need one; give the model's "
+                                "folder as the input, or copy its tokenizer "
+                                "files into '{}'",
+                                outDir.string(), outDir.string()));
+    diags.flush(); // the notes and warnings first, the summary last
+    if (opts.summary)
+      printFolderSummary(
+          set, outDir, modelRel, dataFiles.size(),
+          tjs.runs ? transformersJsDtype(m.activationDType,
+                                         storage.fileTag(m.activationDType))
+                   : std::string(),
+          tjs.runs, writeGenai);
+  }
+  return true;
 }
 
 } // namespace archc

@@ -39,7 +39,10 @@ struct OnnxEmitOptions {
   bool genaiConfig = true;
   bool kvCache = true;
   bool text = false;
-  bool progress = false;       ///< draw a progress bar while writing weights
+  bool progress = false; ///< draw a progress bar while writing weights
+  /// After a model folder is written: list its files and how each client
+  /// loads it (stderr). (A folder without a tokenizer is always a warning.)
+  bool summary = false;
   uint64_t dataChunkBytes = 0; ///< external data file limit (0 = < 2 GiB)
   /// --quant: Linear weights block-quantized (MatMulNBits).
   ir::QuantOptions quant;

@@ -314,6 +314,7 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
       !writeText(set, "generation_config.json", generation.dump(2) + "\n",
                  diags))
     return false;
+  bool wroteGenai = false;
   if (opts.genaiConfig) {
     std::vector<PackageGraph> described;
     for (const Lowered &l : lowered)
@@ -324,6 +325,7 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
           described, files, config, &generation, opts.kvCache);
       if (!writeText(set, "genai_config.json", genai.dump(4) + "\n", diags))
         return false;
+      wroteGenai = true;
     } else {
       diags.report(Severity::Note, SourceRange(),
                    "genai_config.json not written: " + why);
@@ -342,7 +344,42 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
     set.removeStale({dir}, [file = file](const std::string &rel) {
       return isExternalDataOf(file, fs::path(rel).filename().string());
     });
-  return set.publish(diags);
+  if (!set.publish(diags))
+    return false;
+  // transformers.js 4.3.1 loads vision-language models from another layout
+  // (AutoModelForImageTextToText: onnx/vision_encoder*.onnx,
+  // onnx/embed_tokens*.onnx, onnx/decoder_model_merged*.onnx): said, not
+  // left for the user to find out.
+  diags.report(Severity::Note, SourceRange(),
+               fmt::format("{}: transformers.js cannot load this package "
+                           "(its image-text-to-text classes read "
+                           "onnx/vision_encoder*.onnx, onnx/embed_tokens*.onnx "
+                           "and onnx/decoder_model_merged*.onnx; this is "
+                           "onnxruntime-genai's layout)",
+                           outDir.string()));
+  std::error_code ec;
+  if (!fs::is_regular_file(outDir / "tokenizer.json", ec) &&
+      !fs::is_regular_file(outDir / "tokenizer.model", ec))
+    diags.warning(SourceRange(),
+                  fmt::format("'{}' has no tokenizer (tokenizer.json): "
+                              "onnxruntime-genai needs one; give the model's "
+                              "folder as the input, or copy its tokenizer "
+                              "files into '{}'",
+                              outDir.string(), outDir.string()));
+  diags.flush();
+  if (opts.summary) {
+    std::string list;
+    for (const auto &[name, rel] : files)
+      list += (list.empty() ? "" : ", ") + rel;
+    fmt::print(stderr,
+               "archc: wrote vision-language package '{}': {} (each "
+               "with its external data), config.json, ...\n",
+               outDir.string(), list);
+    if (wroteGenai)
+      fmt::print(stderr, "  onnxruntime-genai: og.Model('{}')\n",
+                 outDir.string());
+  }
+  return true;
 }
 
 } // namespace archc
