@@ -217,13 +217,15 @@ ClientIo transformersJsIo(const onnx::GraphProto &graph,
              {present + "value"}});
       else
         both(layer, "compressed_kv", past + "value", present + "value");
-      auto window = [&](const std::string &state, const std::string &client) {
+      // (clang 14 cannot capture a structured binding: the layer by name.)
+      auto window = [&, &n = layer](const std::string &state,
+                                    const std::string &client) {
         io.regrouped.push_back({{past + state},
                                 {present + state},
-                                {"past_" + client + "." + layer + ".kv",
-                                 "past_" + client + "." + layer + ".gate"},
-                                {"present_" + client + "." + layer + ".kv",
-                                 "present_" + client + "." + layer + ".gate"}});
+                                {"past_" + client + "." + n + ".kv",
+                                 "past_" + client + "." + n + ".gate"},
+                                {"present_" + client + "." + n + ".kv",
+                                 "present_" + client + "." + n + ".gate"}});
       };
       window("compressed_kv_state", "compressor");
       if (names.count("index_kv_state"))
