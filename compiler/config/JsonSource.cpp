@@ -18,6 +18,7 @@
 #include "config/JsonSource.h"
 #include "support/BoundedJson.h"
 #include "support/FileRead.h"
+#include "support/TrackingIterator.h"
 
 #include <cmath>
 #include <iterator>
@@ -29,32 +30,6 @@
 namespace archc {
 
 namespace {
-/// A `const char*` iterator that records the furthest position read.
-struct TrackingIterator {
-  using iterator_category = std::input_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char *;
-  using reference = const char &;
-
-  const char *p = nullptr;
-  const char **furthest = nullptr;
-
-  reference operator*() const { return *p; }
-  TrackingIterator &operator++() {
-    ++p;
-    if (furthest && p > *furthest)
-      *furthest = p;
-    return *this;
-  }
-  TrackingIterator operator++(int) {
-    TrackingIterator t = *this;
-    ++*this;
-    return t;
-  }
-  bool operator==(const TrackingIterator &o) const { return p == o.p; }
-  bool operator!=(const TrackingIterator &o) const { return p != o.p; }
-};
 
 std::string escapePointerToken(const std::string &key) {
   std::string out;

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "support/BoundedJson.h"
+#include "support/TrackingIterator.h"
 
 #include <iterator>
 #include <limits>
@@ -29,33 +30,6 @@ bool isWordChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
          (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '+' || c == '-';
 }
-
-/// A `const char*` iterator that records the furthest position read.
-struct TrackingIterator {
-  using iterator_category = std::input_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char *;
-  using reference = const char &;
-
-  const char *p = nullptr;
-  const char **furthest = nullptr;
-
-  reference operator*() const { return *p; }
-  TrackingIterator &operator++() {
-    ++p;
-    if (furthest && p > *furthest)
-      *furthest = p;
-    return *this;
-  }
-  TrackingIterator operator++(int) {
-    TrackingIterator t = *this;
-    ++*this;
-    return t;
-  }
-  bool operator==(const TrackingIterator &o) const { return p == o.p; }
-  bool operator!=(const TrackingIterator &o) const { return p != o.p; }
-};
 
 std::string tooDeepMessage(size_t at, size_t limit) {
   return "nested more than " + std::to_string(limit) +
