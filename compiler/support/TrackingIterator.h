@@ -1,4 +1,5 @@
-//===- TrackingIterator.h - A char iterator that records its reach -*- C++ -*-===//
+//===- TrackingIterator.h - A char iterator that records its reach -*- C++
+//-*-===//
 //
 // TrackingIterator: a `const char*` input iterator for parsers that take
 // iterators (nlohmann-style JSON readers), recording the furthest byte read so
