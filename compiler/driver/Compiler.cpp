@@ -99,6 +99,24 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
       SourceRange at =
           c.config ? c.config->rangeOf("/architectures") : SourceRange();
       if (architecture.empty()) {
+        const nlohmann::json *given =
+            c.config && c.config->root().contains("architectures")
+                ? &c.config->root()["architectures"]
+                : nullptr;
+        if (given && !given->is_null()) {
+          // Present but not Hugging Face's form: a list whose first entry
+          // is the model class name.
+          std::string shown = given->dump();
+          if (shown.size() > 60)
+            shown = shown.substr(0, 57) + "...";
+          diags.error(at,
+                      "config field 'architectures' must be a list of model "
+                      "class names (strings), got " +
+                          shown +
+                          "; fix it or pass an .arch file (archc "
+                          "--list-archs lists the bundled ones)");
+          return false;
+        }
         diags.error(at, "the config names no architecture; pass an .arch "
                         "file (archc --list-archs lists the bundled ones)");
         return false;

@@ -203,18 +203,7 @@ public:
                       : "config check failed";
         Diagnostic &d = diags.error(e.value->getRange(), msg);
         // The config keys the check read, where config.json sets them.
-        std::set<std::string> names;
-        ast::collectNamesRead(*e.value, names);
-        for (const std::string &n : names) {
-          auto it = fromConfig.find(n);
-          if (it == fromConfig.end())
-            continue;
-          const EvalValue *val = env->lookup(n);
-          d.notes.push_back(
-              {cfg.rangeOf(it->second),
-               fmt::format("'{}' is set to {} here", it->second.substr(1),
-                           val ? val->str() : std::string("?"))});
-        }
+        noteConfigKeysRead(d, *e.value);
         d.notes.push_back({cfg.fileStart(),
                            "with the config in " +
                                diags.getSourceMgr().getName(cfg.getFileId())});
@@ -332,6 +321,47 @@ private:
          source == BoundField::Source::Default ? ownerOf(&e, program) : ""});
   }
 
+  /// Adds to `d` a note for each config key `expr` reads, where config.json
+  /// sets it.
+  void noteConfigKeysRead(Diagnostic &d, const ast::Expr &expr) {
+    std::set<std::string> names;
+    ast::collectNamesRead(expr, names);
+    for (const std::string &n : names) {
+      auto it = fromConfig.find(n);
+      if (it == fromConfig.end())
+        continue;
+      const EvalValue *val = env->lookup(n);
+      std::string shown = val ? val->str() : std::string("?");
+      if (shown.size() > 60)
+        shown = shown.substr(0, 57) + "...";
+      d.notes.push_back(
+          {cfg.rangeOf(it->second),
+           fmt::format("'{}' is set to {} here", it->second.substr(1), shown)});
+    }
+  }
+
+  /// The keys that state how many positions the model takes: clients
+  /// size their context from them (genai_config.json's context_length,
+  /// Whisper's max_length), and learned-position families their tables.
+  /// A value below 1 gives a package no client can run, so it is refused
+  /// where the config states it.
+  bool checkContextLength(const std::string &pointer, const EvalValue &v,
+                          SourceRange where, const ast::ConfigEntry &e) {
+    static const std::set<std::string> contextKeys = {
+        "max_position_embeddings", "n_positions", "max_seq_len",
+        "max_target_positions", "max_source_positions"};
+    std::string key = pointer.substr(pointer.rfind('/') + 1);
+    if (!contextKeys.count(key) || !v.isInt() || v.getInt() >= 1)
+      return true;
+    diags
+        .error(where,
+               "config field '{}' is {}: the model must take at least one "
+               "position (clients size their context from it)",
+               pointer.substr(1), v.getInt())
+        .notes.push_back({e.range, "'" + e.name + "' declared here"});
+    return false;
+  }
+
   EvalValue bind(const ast::ConfigEntry &e) {
     const std::string &cfgName = diags.getSourceMgr().getName(cfg.getFileId());
     if (e.kind == ast::ConfigEntry::Kind::Let) {
@@ -376,6 +406,8 @@ private:
             .notes.push_back({e.range, "'" + e.name + "' declared here"});
         return EvalValue::poison();
       }
+      if (!checkContextLength(pointer, v, where, e))
+        return EvalValue::poison();
       return v;
     }
     // An explicit null in an optional field means "none", even when the
