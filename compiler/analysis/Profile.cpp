@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -60,9 +61,11 @@ int64_t ModelFacts::worstCaseActivatedParams(int64_t tokens) const {
 double ModelFacts::kvBytesPerToken(double kvBits) const {
   double n = 0;
   for (const StateFacts &s : states)
-    n += static_cast<double>(s.elementsPerToken) /
-         static_cast<double>(std::max<int64_t>(s.stride, 1)) *
-         static_cast<double>(s.layers.size()) * (s.bits > 0 ? s.bits : kvBits);
+    if (!s.perEncoderPosition)
+      n += static_cast<double>(s.elementsPerToken) /
+           static_cast<double>(std::max<int64_t>(s.stride, 1)) *
+           static_cast<double>(s.layers.size()) *
+           (s.bits > 0 ? s.bits : kvBits);
   return n / 8;
 }
 
@@ -74,10 +77,22 @@ double ModelFacts::stateBytesPerSequence(double kvBits) const {
   return n / 8;
 }
 
-double ModelFacts::kvBytes(int64_t context, int64_t batch,
-                           double kvBits) const {
+double ModelFacts::crossBytesPerEncoderPosition(double kvBits) const {
+  double n = 0;
+  for (const StateFacts &s : states)
+    if (s.perEncoderPosition)
+      n += static_cast<double>(s.elementsPerToken) *
+           static_cast<double>(s.layers.size()) *
+           (s.bits > 0 ? s.bits : kvBits);
+  return n / 8;
+}
+
+double ModelFacts::kvBytes(int64_t context, int64_t batch, double kvBits,
+                           int64_t encoderPositions) const {
   double n = 0;
   for (const StateFacts &s : states) {
+    if (s.perEncoderPosition)
+      continue;
     int64_t tokens = s.window > 0 ? std::min(context, s.window) : context;
     tokens /= std::max<int64_t>(s.stride, 1); // complete windows only
     n += static_cast<double>(s.elementsPerToken) *
@@ -85,7 +100,15 @@ double ModelFacts::kvBytes(int64_t context, int64_t batch,
          (s.bits > 0 ? s.bits : kvBits);
   }
   n += stateBytesPerSequence(kvBits) * 8;
+  n += crossBytesPerEncoderPosition(kvBits) * 8 *
+       static_cast<double>(encoderPositions);
   return n * static_cast<double>(batch) / 8;
+}
+
+double kvBytesAt(const ModelFacts &f, const ProfilePoint &p, double kvBits) {
+  auto it = p.dims.find("enc_seq");
+  return f.kvBytes(p.past + p.seq, p.batch, kvBits,
+                   it == p.dims.end() ? 0 : it->second);
 }
 
 namespace {
@@ -189,6 +212,8 @@ ModelFacts computeModelFacts(const ir::Module &m) {
             }
           s.stride = static_cast<int64_t>(
               std::llround(1.0 / keyDensity(inner->getOperand(0))));
+          const bool *once = inner->optAttr<bool>("once");
+          s.perEncoderPosition = once && *once;
           f.states.push_back(s);
         }
         if (ir::opSchema(inner->getKind()).stateType) {
@@ -368,6 +393,41 @@ private:
 
 } // namespace
 
+namespace {
+/// The ops of `b` that run only to fill a cache computed once (the cache
+/// op and the ops whose every result is used by such ops alone): the
+/// cross-attention projections a cached encoder-decoder step skips.
+std::set<const ir::Op *> onceCacheOnlyOps(const ir::Block &b) {
+  std::map<const ir::Value *, std::vector<const ir::Op *>> users;
+  for (const auto &op : b.getOps())
+    for (const ir::Value *v : op->operands)
+      users[v].push_back(op.get());
+  std::set<const ir::Op *> only;
+  const auto &ops = b.getOps();
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    const ir::Op &op = **it;
+    if (op.getKind() == OpKind::Cache) {
+      const bool *once = op.optAttr<bool>("once");
+      if (once && *once)
+        only.insert(&op);
+      continue;
+    }
+    bool feedsOnly = op.getNumResults() > 0;
+    for (size_t r = 0; feedsOnly && r < op.getNumResults(); ++r) {
+      auto u = users.find(op.getResult(r));
+      if (u == users.end())
+        feedsOnly = false;
+      else
+        for (const ir::Op *user : u->second)
+          feedsOnly &= only.count(user) != 0;
+    }
+    if (feedsOnly)
+      only.insert(&op);
+  }
+  return only;
+}
+} // namespace
+
 std::vector<OpProfile> profileOps(const ir::Module &m, const ProfilePoint &p,
                                   const Precision &bits) {
   OpCoster coster(p, bits);
@@ -379,7 +439,12 @@ std::vector<OpProfile> profileOps(const ir::Module &m, const ProfilePoint &p,
       for (const auto &region : op->getRegions()) {
         double n = static_cast<double>(region->layers.size());
         std::string group = "layers " + ir::formatLayers(region->layers);
+        std::set<const ir::Op *> skipped;
+        if (p.crossCached)
+          skipped = onceCacheOnlyOps(*region);
         for (const auto &inner : region->getOps()) {
+          if (skipped.count(inner.get()))
+            continue;
           Cost c = coster.cost(*inner);
           out.push_back({inner.get(), group, n, c.scaled(n)});
         }

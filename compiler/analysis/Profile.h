@@ -40,8 +40,14 @@ struct ProfilePoint {
   int64_t batch = 1;
   int64_t seq = 1;  ///< new tokens per sequence
   int64_t past = 0; ///< tokens already in the cache
-  /// Other symbolic dims (a vision encoder's images, image_tokens).
+  /// Other symbolic dims (a vision encoder's images, image_tokens; an
+  /// encoder-decoder's enc_seq and enc_past: encoder positions).
   std::map<std::string, int64_t> dims = {};
+  /// An encoder-decoder's cached step (use_cache_branch true): the
+  /// cross-attention keys and values are carried, so the ops that compute
+  /// a cache computed once (their projections of the encoder output) do
+  /// not run.
+  bool crossCached = false;
 };
 
 /// Storage precision of what ops move.
@@ -77,6 +83,10 @@ struct StateFacts {
   int64_t stride = 1;
   double bits = 0; ///< storage bits when fixed by the op (f32 recurrent
                    ///< state); 0 = the runtime's KV bits
+  /// A cache computed once per sequence from the encoder output (an
+  /// encoder-decoder's cross-attention keys and values): it holds one entry
+  /// per encoder position (elementsPerToken each), not per decoded token.
+  bool perEncoderPosition = false;
 };
 
 /// A mixture-of-experts layer kind.
@@ -115,9 +125,18 @@ struct ModelFacts {
   /// Constant-size state bytes per sequence (conv and recurrent states).
   double stateBytesPerSequence(double kvBits) const;
   /// KV/state bytes for `batch` sequences of `context` tokens (windowed
-  /// layers capped at their window, constant states included).
-  double kvBytes(int64_t context, int64_t batch, double kvBits) const;
+  /// layers capped at their window, constant states included) and
+  /// `encoderPositions` positions of cross-attention state.
+  double kvBytes(int64_t context, int64_t batch, double kvBits,
+                 int64_t encoderPositions = 0) const;
+  /// Cross-attention state bytes per encoder position and sequence.
+  double crossBytesPerEncoderPosition(double kvBits) const;
 };
+
+/// The KV/state bytes a call at `p` holds: `p.past + p.seq` tokens of
+/// decode state and, for an encoder-decoder's decoder, its `enc_seq`
+/// encoder positions of cross-attention state.
+double kvBytesAt(const ModelFacts &f, const ProfilePoint &p, double kvBits);
 
 /// The fraction of a value's key (sequence) positions that hold data: 1 for
 /// ordinary tensors, 1 / ratio for the entries of op.compress and every

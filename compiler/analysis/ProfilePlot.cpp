@@ -282,12 +282,17 @@ std::string renderProfilePlot(const nlohmann::ordered_json &profile) {
       for (const auto &pt : profile.at("points")) {
         if (pt.at("batch").get<int64_t>() != b)
           continue;
-        const auto &p = pt.at("prefill");
+        // The first call of a point: a decoder's prefill, an encoder's
+        // forward, an encoder-decoder's encode.
+        const auto &p = pt.contains("prefill")   ? pt.at("prefill")
+                        : pt.contains("forward") ? pt.at("forward")
+                                                 : pt.at("encode");
         if (p.contains("devices") && p["devices"].contains(dev))
           pre.points.push_back({p.at("seq").get<double>(),
                                 p["devices"][dev].at("time_s").get<double>(),
                                 p["devices"][dev].value("fits", true)});
-        for (const auto &d : pt.at("decode"))
+        for (const auto &d :
+             pt.value("decode", nlohmann::ordered_json::array()))
           if (d.contains("devices") && d["devices"].contains(dev)) {
             const auto &dd = d["devices"][dev];
             dec.points.push_back({d.at("past").get<double>(),
@@ -314,9 +319,10 @@ std::string renderProfilePlot(const nlohmann::ordered_json &profile) {
     for (const auto &pt : profile.at("points")) {
       if (pt.at("batch").get<int64_t>() != b)
         continue;
-      for (const auto &d : pt.at("decode"))
+      for (const auto &d : pt.value("decode", nlohmann::ordered_json::array()))
         s.points.push_back({d.at("past").get<double>(),
-                            weights + d.at("kv_bytes").get<double>()});
+                            weights + d.at("kv_bytes").get<double>(),
+                            std::nullopt});
     }
     std::sort(s.points.begin(), s.points.end(),
               [](const Point &a, const Point &c) { return a.x < c.x; });

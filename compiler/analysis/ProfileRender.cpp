@@ -115,8 +115,21 @@ void renderText(const json &p, bool perOp, std::ostream &os, bool markdown) {
        withCommas(m["activated_params_per_token"].get<double>())});
   facts.rows.push_back(
       {"weight bytes", withCommas(m["weight_bytes"].get<double>())});
-  facts.rows.push_back({"KV/state bytes / token",
-                        withCommas(m["kv_bytes_per_token"].get<double>())});
+  std::string kind = m.value("kind", "decoder");
+  if (kind != "encoder")
+    facts.rows.push_back({kind == "decoder" || kind == "vision-language"
+                              ? "KV/state bytes / token"
+                              : "self-attention KV bytes / token",
+                          withCommas(m["kv_bytes_per_token"].get<double>())});
+  if (m.contains("cross_kv_bytes_per_encoder_position"))
+    facts.rows.push_back(
+        {"cross-attention KV bytes / encoder position",
+         withCommas(m["cross_kv_bytes_per_encoder_position"].get<double>())});
+  if (m.contains("audio_window_frames"))
+    facts.rows.push_back(
+        {"audio window", fmt::format("{} frames = {} s",
+                                     m["audio_window_frames"].get<int64_t>(),
+                                     m["audio_window_s"].get<double>())});
   if (m["state_bytes_per_sequence"].get<double>() > 0)
     facts.rows.push_back(
         {"constant state bytes / sequence",
@@ -218,17 +231,64 @@ void renderText(const json &p, bool perOp, std::ostream &os, bool markdown) {
     t.rows.push_back(r);
   };
   for (const json &pt : p["points"]) {
-    addPhase(pt["prefill"]);
-    for (const json &dph : pt["decode"])
-      addPhase(dph);
+    for (const char *key : {"forward", "encode", "first_step", "prefill"})
+      if (pt.contains(key))
+        addPhase(pt[key]);
+    if (pt.contains("decode"))
+      for (const json &dph : pt["decode"])
+        addPhase(dph);
   }
-  h("phases (prefill = TTFT; decode = one token, time per output token)");
+  if (kind == "encoder")
+    h("phases (forward = one call over batch x seq tokens)");
+  else if (kind == "encoder-decoder" || kind == "speech")
+    h(std::string("phases (encode = the encoder over the ") +
+      (kind == "speech" ? "audio window" : "seq source tokens") +
+      ", once per sequence; first_step = the first decoder token, computing "
+      "the cross-attention keys and values; TTFT = encode + first_step; "
+      "decode = one token, past tokens and the encoder positions cached)");
+  else
+    h("phases (prefill = TTFT; decode = one token, time per output token)");
   t.print(os, markdown);
   os << "\n";
 
-  // Per group of the first point.
+  if (kind == "encoder-decoder" || kind == "speech") {
+    Table tt;
+    std::vector<std::string> head = {"batch", "seq"};
+    for (const json &d : devices) {
+      head.push_back(d["id"].get<std::string>() + " TTFT");
+      if (kind == "speech")
+        head.push_back(d["id"].get<std::string>() +
+                       " encoder time / s of audio");
+    }
+    tt.rows.push_back(head);
+    for (const json &pt : p["points"]) {
+      std::vector<std::string> r = {std::to_string(pt["batch"].get<int64_t>()),
+                                    std::to_string(pt["seq"].get<int64_t>())};
+      for (const json &d : devices) {
+        std::string id = d["id"].get<std::string>();
+        r.push_back(seconds(pt["ttft_s"][id].get<double>()));
+        if (kind == "speech")
+          r.push_back(seconds(
+              pt["encode_per_second_of_audio"]["time_s"][id].get<double>()));
+      }
+      tt.rows.push_back(r);
+    }
+    h(kind == "speech" ? "time to first token and encoder time per second of "
+                         "audio (its window's time / the window's seconds)"
+                       : "time to first token (encode + first_step)");
+    tt.print(os, markdown);
+    os << "\n";
+  }
+
+  // Per group of the first point: its first call and first decode step.
   const json &first = p["points"][0];
-  for (const json *ph : {&first["prefill"], &first["decode"][0]}) {
+  std::vector<const json *> grouped;
+  for (const char *key : {"forward", "encode", "prefill"})
+    if (first.contains(key))
+      grouped.push_back(&first[key]);
+  if (first.contains("decode") && !first["decode"].empty())
+    grouped.push_back(&first["decode"][0]);
+  for (const json *ph : grouped) {
     Table g;
     std::vector<std::string> gh = {"group", "layers", "params",
                                    "MACs",  "FLOPs",  "bytes"};
@@ -297,10 +357,11 @@ void renderCsv(const json &p, std::ostream &os) {
       points.push_back(&pt);
   for (const json *ptp : points) {
     const json &pt = *ptp;
-    std::vector<const json *> phases = {
-        &(pt.contains("vision") ? pt["vision"] : pt["prefill"])};
-    if (pt.contains("vision"))
-      phases.push_back(&pt["prefill"]);
+    std::vector<const json *> phases;
+    for (const char *key :
+         {"vision", "forward", "encode", "first_step", "prefill"})
+      if (pt.contains(key))
+        phases.push_back(&pt[key]);
     if (pt.contains("decode"))
       for (const json &d : pt["decode"])
         phases.push_back(&d);

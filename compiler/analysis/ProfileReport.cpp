@@ -135,7 +135,9 @@ json phaseJson(const std::string &name, const ir::Module &m,
   j["activated_params_expected"] =
       facts.expectedActivatedParams(static_cast<double>(tokens));
   j["activated_params_worst_case"] = facts.worstCaseActivatedParams(tokens);
-  j["kv_bytes"] = facts.kvBytes(p.past + p.seq, p.batch, rt.kvBits);
+  if (auto enc = p.dims.find("enc_seq"); enc != p.dims.end())
+    j["encoder_positions"] = enc->second;
+  j["kv_bytes"] = kvBytesAt(facts, p, rt.kvBits);
   j["cost"] = costJson(total);
   j["arithmetic_intensity"] =
       total.bytes() > 0 ? total.flops / total.bytes() : 0;
@@ -272,6 +274,140 @@ bool visionJson(const ir::Module &v, const ir::Module &text,
     }
   vis["with_images"] = with;
   out["vision"] = vis;
+  return true;
+}
+} // namespace
+
+namespace {
+/// The int length of a graph's output axis, when constant.
+std::optional<int64_t> outputDim(const ir::Module &m, size_t axis) {
+  std::optional<int64_t> n;
+  ir::walk(m.graph.body, [&](const ir::Op &op) {
+    if (op.getKind() == ir::OpKind::Return && op.getNumOperands() &&
+        op.getOperand(0)->type.rank() > axis)
+      n = op.getOperand(0)->type.dims[axis].getConstant();
+  });
+  return n;
+}
+
+/// Log-mel frames per second of Whisper's feature extractor (hop length
+/// 160 at 16 kHz): the encoder's fixed window of 2 x max_source_positions
+/// frames is 30 s of audio.
+constexpr int64_t kWhisperFramesPerSecond = 100;
+
+/// An encoder-decoder's points: per (batch, seq), the encoder over the
+/// sequences ("encode": seq source tokens; Whisper: its fixed audio window,
+/// seq being the tokens decoded), the first decoder call ("first_step": one
+/// token, computing the cross-attention keys and values from the encoder
+/// output), TTFT = encode + first_step, and a decoder call per past
+/// ("decode": one token, past tokens and the encoder positions cached).
+bool seq2seqPoints(const ir::Module &m, const ir::Module &encoder,
+                   const ir::Module &decoder, const ModelFacts &facts,
+                   const ProfileRequest &req,
+                   const std::vector<const Device *> &devices,
+                   const RuntimeSettings &rt, const Precision &bits,
+                   const SourceMgr &sm, DiagnosticEngine &diags, json &out) {
+  bool speech = false;
+  for (const auto &arg : encoder.graph.body.getArguments())
+    speech |= arg->name == "input_features";
+  // Weights (memory needed) are the whole model's; states the decoder's.
+  ModelFacts encodeFacts = facts;
+  encodeFacts.states.clear();
+  ModelFacts decodeFacts = facts;
+  decodeFacts.states = computeModelFacts(decoder).states;
+  json &model = out["model"];
+  model["kind"] = speech ? "speech" : "encoder-decoder";
+  model["kv_bytes_per_token"] = decodeFacts.kvBytesPerToken(rt.kvBits);
+  model["cross_kv_bytes_per_encoder_position"] =
+      decodeFacts.crossBytesPerEncoderPosition(rt.kvBits);
+  json states = json::array();
+  for (const StateFacts &s : decodeFacts.states)
+    states.push_back(
+        json{{"name", s.name},
+             {"layers", ir::formatLayers(s.layers)},
+             {"num_layers", s.layers.size()},
+             {"elements_per_token", s.elementsPerToken},
+             {"per", s.perEncoderPosition ? "encoder position" : "token"},
+             {"bits", s.bits > 0 ? s.bits : rt.kvBits}});
+  model["states"] = states;
+  std::optional<int64_t> window, maxTarget;
+  std::vector<int64_t> seqs = req.seqs;
+  if (speech) {
+    window = outputDim(encoder, 1);
+    maxTarget = infoInt(decoder, "max_target_positions");
+    if (!window || !maxTarget) {
+      diags.error(SourceRange(),
+                  "the speech encoder of '{}' has no constant output length "
+                  "or its decoder no max_target_positions for the profile",
+                  m.name);
+      return false;
+    }
+    int64_t frames = 2 * *window;
+    model["audio_window_frames"] = frames;
+    model["audio_window_s"] =
+        static_cast<double>(frames) / kWhisperFramesPerSecond;
+    model["max_target_positions"] = *maxTarget;
+    if (seqs.empty())
+      seqs = {*maxTarget / 2};
+  } else if (seqs.empty()) {
+    seqs = {2048};
+  }
+  json points = json::array();
+  for (int64_t b : req.batches)
+    for (int64_t s : seqs) {
+      int64_t encPositions = speech ? *window : s;
+      ProfilePoint ep{b, encPositions, 0};
+      if (speech)
+        ep.dims = {{"frames", 2 * *window}};
+      json pt{{"batch", b}, {"seq", s}};
+      pt["encode"] = phaseJson("encode", encoder, encodeFacts, ep, devices, rt,
+                               bits, req.perOp, sm);
+      std::map<std::string, int64_t> cross = {{"enc_seq", encPositions},
+                                              {"enc_past", 0}};
+      json first = phaseJson("first_step", decoder, decodeFacts,
+                             ProfilePoint{b, 1, 0, cross}, devices, rt, bits,
+                             req.perOp, sm);
+      json ttft = json::object();
+      for (const Device *d : devices)
+        ttft[d->id] = pt["encode"]["devices"][d->id]["time_s"].get<double>() +
+                      first["devices"][d->id]["time_s"].get<double>();
+      pt["first_step"] = first;
+      pt["ttft_s"] = ttft;
+      if (speech) {
+        // The encoder's cost spread over the seconds of its window.
+        double seconds = model["audio_window_s"].get<double>();
+        json perSecond{
+            {"flops", pt["encode"]["cost"]["flops"].get<double>() / seconds}};
+        json t = json::object();
+        for (const Device *d : devices)
+          t[d->id] =
+              pt["encode"]["devices"][d->id]["time_s"].get<double>() / seconds;
+        perSecond["time_s"] = t;
+        pt["encode_per_second_of_audio"] = perSecond;
+      }
+      std::vector<int64_t> pasts =
+          req.pasts.empty() ? std::vector<int64_t>{s} : req.pasts;
+      json decodes = json::array();
+      for (int64_t past : pasts) {
+        if (speech && past + 1 > *maxTarget) {
+          diags.error(SourceRange(),
+                      "a decode step after {} tokens needs {} decoder "
+                      "positions; '{}' has {} (max_target_positions): "
+                      "profile --seq/--past below it",
+                      past, past + 1, m.name, *maxTarget);
+          return false;
+        }
+        std::map<std::string, int64_t> cached = {{"enc_seq", encPositions},
+                                                 {"enc_past", encPositions}};
+        ProfilePoint dp{b, 1, past, cached};
+        dp.crossCached = true;
+        decodes.push_back(phaseJson("decode", decoder, decodeFacts, dp, devices,
+                                    rt, bits, req.perOp, sm));
+      }
+      pt["decode"] = decodes;
+      points.push_back(pt);
+    }
+  out["points"] = points;
   return true;
 }
 } // namespace
@@ -459,6 +595,27 @@ bool computeProfile(const ir::Module &m, const ProfileRequest &req,
   json points = json::array();
   std::vector<int64_t> seqs =
       req.seqs.empty() ? std::vector<int64_t>{2048} : req.seqs;
+  if (req.encoder && req.decoder) {
+    if (!seq2seqPoints(m, *req.encoder, *req.decoder, facts, req, devices, rt,
+                       bits, sm, diags, out))
+      return false;
+    return true;
+  }
+  if (m.graph.stateInputs.empty() && !req.vision) {
+    // An encoder (BERT, ModernBERT, ...): one forward call per batch of
+    // sequences, no decode-time state.
+    out["model"]["kind"] = "encoder";
+    for (int64_t b : req.batches)
+      for (int64_t s : seqs)
+        points.push_back(json{
+            {"batch", b},
+            {"seq", s},
+            {"forward", phaseJson("forward", m, facts, ProfilePoint{b, s, 0},
+                                  devices, rt, bits, req.perOp, sm)}});
+    out["points"] = points;
+    return true;
+  }
+  out["model"]["kind"] = req.vision ? "vision-language" : "decoder";
   for (int64_t b : req.batches)
     for (int64_t s : seqs) {
       json pt;

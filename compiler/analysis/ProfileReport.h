@@ -39,6 +39,12 @@ struct ProfileRequest {
   /// per image and the TTFT of prompts with `images` images.
   const ir::Module *vision = nullptr;
   int64_t images = 1;
+  /// An encoder-decoder package's graphs (T5, BART, Marian, Whisper): the
+  /// profile is then the encoder once per sequence (per 30 s window of
+  /// audio for Whisper) and the decoder per token, with self- and
+  /// cross-attention cache bytes; the main module counts the parameters.
+  const ir::Module *encoder = nullptr;
+  const ir::Module *decoder = nullptr;
   /// --quant: weights counted as the ONNX writer stores them.
   ir::QuantOptions quant;
   /// -emit=profile --weights: bytes each weight declaration occupies in the

@@ -60,7 +60,7 @@ PhaseTiming timePhase(const std::vector<OpProfile> &ops, const ModelFacts &f,
                        ? f.storedWeightBytes
                        : static_cast<double>(f.weightElements()) *
                              rt.effectiveWeightBits() / 8;
-  double kv = f.kvBytes(p.past + p.seq, p.batch, rt.kvBits);
+  double kv = kvBytesAt(f, p, rt.kvBits);
   r.memoryNeeded = (weights + kv) / tp;
   r.fits = r.memoryNeeded <= d.memoryGB * 1e9;
   return r;

@@ -115,9 +115,17 @@ bool emit(const Options &opts, Compilation &c, std::ostream &out) {
     req.perOp = opts.perOp;
     req.profileDir = opts.profileDir;
     // A vision-language package: its vision encoder too.
-    for (const NamedGraph &g : c.graphs)
+    for (const NamedGraph &g : c.graphs) {
       if (g.name == "vision_encoder")
         req.vision = g.module.get();
+      // An encoder-decoder package: encoder once, decoder per token.
+      if (g.name == "encoder")
+        req.encoder = g.module.get();
+      if (g.name == "decoder")
+        req.decoder = g.module.get();
+    }
+    if (!req.encoder)
+      req.decoder = nullptr; // a vision-language model's text decoder
     req.images = opts.images;
     req.quant = quantOptions(opts);
     if (!opts.weights.empty() && !req.quant.enabled()) {

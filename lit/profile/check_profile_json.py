@@ -25,7 +25,13 @@ def main():
             fail("model lacks " + k)
     devs = [d["id"] for d in p["devices"]]
     for pt in p["points"]:
-        for ph in [pt["prefill"]] + pt["decode"]:
+        # A decoder's prefill, an encoder's forward, an encoder-decoder's
+        # encode and first decoder step; then the decode steps.
+        first = [pt[k] for k in ("forward", "encode", "first_step", "prefill")
+                 if k in pt]
+        if not first:
+            fail("a point without a first call")
+        for ph in first + pt.get("decode", []):
             c = ph["cost"]
             parts = (c["weight_bytes"] + c["activation_bytes"] +
                      c["kv_read_bytes"] + c["kv_write_bytes"])

@@ -220,3 +220,48 @@ arch hc {
             std::string::npos)
       << c.diagnostics();
 }
+
+// A decoder layer with a growing self-attention cache and a cross-attention
+// cache computed once from the encoder output: the profile counts the
+// cross cache per encoder position, and a cached step (crossCached) skips
+// exactly the ops that only fill it (the projection and the cache op).
+TEST(StateOps, CrossAttentionCacheIsPerEncoderPositionAndSkippedWhenCached) {
+  ScratchDir d;
+  std::string arch = R"(
+arch xattn {
+  model(x: f32[batch, seq, 8], enc: f32[batch, enc_seq, 8]) -> (y) {
+    for i in 0 .. 3 @ "l.{i}" {
+      q = op.matmul(x, param("wq", [8, 4]))
+      k = op.cache(op.matmul(x, param("wk", [8, 4])), "decoder.key")
+      c = op.cache(op.matmul(enc, param("wc", [8, 6])), "encoder.key", once: true)
+      v = op.matmul(c, param("wo", [6, 4]))
+      a = op.matmul(op.matmul(q, op.transpose(k, [0, 2, 1])), k)
+      z = op.matmul(op.matmul(a, op.transpose(v, [0, 2, 1])), v)
+      x = x + op.matmul(z, param("wz", [4, 8]))
+    }
+    y = x
+  }
+})";
+  auto c = compile(d, arch, "{}", EmitTarget::IR,
+                   {"shape-inference", "kv-cache", "shape-inference"});
+  ASSERT_TRUE(c.ok) << c.diagnostics();
+  ModelFacts f = computeModelFacts(c.module());
+  ASSERT_EQ(f.states.size(), 2u);
+  EXPECT_FALSE(f.states[0].perEncoderPosition);
+  EXPECT_TRUE(f.states[1].perEncoderPosition);
+  // 3 layers x 4 (self) and x 6 (cross) elements at 16 bits.
+  EXPECT_DOUBLE_EQ(f.kvBytesPerToken(16), 3 * 4 * 2);
+  EXPECT_DOUBLE_EQ(f.crossBytesPerEncoderPosition(16), 3 * 6 * 2);
+  ProfilePoint p{2, 1, 10, {{"enc_seq", 7}, {"enc_past", 7}}};
+  EXPECT_DOUBLE_EQ(kvBytesAt(f, p, 16), 2 * (11 * 24 + 7 * 36));
+  auto macs = [&](const ProfilePoint &pt) {
+    double n = 0;
+    for (const OpProfile &o : profileOps(c.module(), pt, Precision{}))
+      n += o.cost.macs;
+    return n;
+  };
+  ProfilePoint cached = p;
+  cached.crossCached = true;
+  // The skipped projection: 3 layers x batch 2 x 7 positions x 8 x 6.
+  EXPECT_DOUBLE_EQ(macs(p) - macs(cached), 3 * 2 * 7 * 8 * 6);
+}
