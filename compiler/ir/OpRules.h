@@ -10,7 +10,8 @@
 //   Shape.cpp        reshape, transpose, split, concat, slice, expert_slice
 //   Attention.cpp    rope, attention, mla_attention
 //   Cache.cpp        cache (growing, or computed once and carried)
-//   Sequence.cpp     positions, cumsum, conv1d (encoders, speech)
+//   Sequence.cpp     positions, cumsum, conv1d, sinusoidal, relative_gather
+//                    (encoders, speech)
 //   Recurrent.cpp    causal_conv1d, delta_rule, compress (constant-size
 //                    state)
 //   StateSpace.cpp   selective_scan, ssd_scan (Mamba-1 / Mamba-2 scans,

@@ -99,6 +99,7 @@ TEST(OpSchema, SignaturesDeriveFromTheSchemas) {
                                              "extra_v:tensor?",
                                              "extra_mask:tensor?",
                                              "relative_bias:tensor?",
+                                             "bias:tensor?",
                                              "key_mask:tensor?",
                                              "segments:tensor?",
                                              "bidirectional:tensor?"}));

@@ -450,6 +450,19 @@ bool OnnxLowering::lowerAttention(const ir::Op &op) {
     scores = b.node(
         "Add",
         {scores, relativeBias(op, q, storageOf(op.getOperand(1)), hk, groups)});
+  if (const ir::Value *bias = op.operand("bias")) {
+    // [B or 1, H, S, T] viewed [B or 1, Hkv, G, S, T] (query head h = kv
+    // head * G + g).
+    std::string shape = b.node("Shape", {in(bias)});
+    std::string grouped = b.node(
+        "Reshape",
+        {in(bias), b.node("Concat",
+                          {b.node("Slice", {shape, b.i64({0}), b.i64({1})}),
+                           b.i64({hk, groups}),
+                           b.node("Slice", {shape, b.i64({2}), b.i64({4})})},
+                          {OnnxAttr::integer("axis", 0)})});
+    scores = b.node("Add", {scores, widen(grouped)});
+  }
   const int64_t *chunk = op.optAttr<int64_t>("chunk");
   std::string allowed = allowedMask(op, q, storageOf(op.getOperand(1)), 2,
                                     window ? *window : 0, chunk ? *chunk : 0);

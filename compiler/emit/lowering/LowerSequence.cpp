@@ -10,6 +10,12 @@
 //               compute the entries and feed nothing else (the projection
 //               of the encoder output) are lowered inside the second
 //               branch, so a cached decode step does not run them
+//   relative_gather
+//               GatherElements of x at the relative-position index of
+//               every (row, column) pair, built once per graph from the
+//               length as Hugging Face's DeBERTa-v2 builds it (log buckets
+//               in float32); by_key gathers along the keys' rows, then
+//               transposes
 //   relative position bias (T5): the bucket of every (query, key) pair from
 //               their absolute indices, as Hugging Face computes it in
 //               float32, gathered from the [buckets, heads] table
@@ -78,11 +84,13 @@ bool OnnxLowering::lowerSequence(const ir::Op &op) {
     std::vector<std::string> ins = {x, in(op.getOperand(1))};
     if (const ir::Value *bias = op.operand("bias"))
       ins.push_back(in(bias));
-    def(r, b.node("Conv", ins,
-                  {OnnxAttr::list("kernel_shape",
-                                  {wt.dims[2].getConstant().value_or(1)}),
-                   OnnxAttr::list("strides", {op.attr<int64_t>("stride")}),
-                   OnnxAttr::list("pads", {pad, pad})}));
+    std::vector<OnnxAttr> attrs = {
+        OnnxAttr::list("kernel_shape", {wt.dims[2].getConstant().value_or(1)}),
+        OnnxAttr::list("strides", {op.attr<int64_t>("stride")}),
+        OnnxAttr::list("pads", {pad, pad})};
+    if (const int64_t *groups = op.optAttr<int64_t>("groups"))
+      attrs.push_back(OnnxAttr::integer("group", *groups));
+    def(r, b.node("Conv", ins, attrs));
     return true;
   }
   case OpKind::Sinusoidal: {
@@ -106,9 +114,98 @@ bool OnnxLowering::lowerSequence(const ir::Op &op) {
                   {OnnxAttr::integer("axis", 0)}));
     return true;
   }
+  case OpKind::RelativeGather: {
+    const ir::TensorType &xt = op.getOperand(0)->type;
+    std::string len = dimTensor(xt.dims[xt.rank() - 2]);
+    if (len.empty())
+      len = b.node("Slice",
+                   {b.node("Shape", {x}), b.i64({-2}), b.i64({-1})}); // [1]
+    std::string index = relativeIndex(op, len);                       // [L, L]
+    // [..., L, L]: the leading dims of x, then L columns.
+    std::string shape = b.node(
+        "Concat",
+        {b.node("Slice", {b.node("Shape", {x}), b.i64({0}), b.i64({-1})}), len},
+        {OnnxAttr::integer("axis", 0)});
+    std::string y =
+        b.node("GatherElements", {x, b.node("Expand", {index, shape})},
+               {OnnxAttr::integer("axis", -1)});
+    if (op.attr<bool>("by_key")) {
+      std::vector<int64_t> perm(xt.rank());
+      for (size_t i = 0; i < perm.size(); ++i)
+        perm[i] = static_cast<int64_t>(i);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      y = b.node("Transpose", {y}, {OnnxAttr::list("perm", perm)});
+    }
+    def(r, y);
+    return true;
+  }
   default:
     return fail(op, "no lowering");
   }
+}
+
+std::string OnnxLowering::relativeIndex(const ir::Op &op,
+                                        const std::string &len) {
+  int64_t span = op.attr<int64_t>("span");
+  const int64_t *maxPosition = op.optAttr<int64_t>("max_position");
+  bool byKey = op.attr<bool>("by_key");
+  std::string key = "relidx/" + len + "/" + std::to_string(span) + "/" +
+                    (maxPosition ? std::to_string(*maxPosition) : "-") + "/" +
+                    (byKey ? "key" : "query");
+  auto it = maskCache.find(key);
+  if (it != maskCache.end())
+    return it->second;
+  // rel[a, c] = a - c over the rows a and columns c of the gathered tensor
+  // (query - key, or with by_key key - query).
+  std::string pos =
+      b.node("Range", {b.i64Scalar(0), b.node("Squeeze", {len, b.i64({0})}),
+                       b.i64Scalar(1)});
+  std::string rel = b.node("Sub", {b.node("Unsqueeze", {pos, b.i64({1})}),
+                                   b.node("Unsqueeze", {pos, b.i64({0})})});
+  if (maxPosition) {
+    // make_log_bucket_position: |r| <= m keeps r; farther distances take
+    // ceil(log(|r| / m) / log((max_position - 1) / m) (m - 1)) + m with
+    // r's sign, in float32 (|r| < m reads m - 1 there, a finite log).
+    int64_t mid = span / 2;
+    std::string absPos = b.node("Abs", {rel});
+    std::string far =
+        b.node("Cast", {b.node("Max", {absPos, b.i64Scalar(mid - 1)})},
+               {OnnxAttr::integer("to", onnx::TensorProto_DataType_FLOAT)});
+    float logRange = std::log(static_cast<float>(
+        static_cast<double>(*maxPosition - 1) / static_cast<double>(mid)));
+    std::string logPos = b.node(
+        "Add",
+        {b.node("Ceil",
+                {b.node(
+                    "Mul",
+                    {b.node("Div",
+                            {b.node("Log",
+                                    {b.node("Div", {far, b.f32Scalar(
+                                                             static_cast<float>(
+                                                                 mid))})}),
+                             b.f32Scalar(logRange)}),
+                     b.f32Scalar(static_cast<float>(mid - 1))})}),
+         b.f32Scalar(static_cast<float>(mid))});
+    std::string signed_ = b.node(
+        "Cast",
+        {b.node(
+            "Mul",
+            {logPos,
+             b.node("Sign",
+                    {b.node("Cast", {rel},
+                            {OnnxAttr::integer(
+                                "to", onnx::TensorProto_DataType_FLOAT)})})})},
+        {OnnxAttr::integer("to", onnx::TensorProto_DataType_INT64)});
+    rel = b.node("Where", {b.node("LessOrEqual", {absPos, b.i64Scalar(mid)}),
+                           rel, signed_});
+  }
+  // c2p reads span + bucket(query - key); p2c span - bucket(key - query).
+  std::string shifted = byKey ? b.node("Sub", {b.i64Scalar(span), rel})
+                              : b.node("Add", {rel, b.i64Scalar(span)});
+  std::string index = b.node("Min", {b.node("Max", {shifted, b.i64Scalar(0)}),
+                                     b.i64Scalar(2 * span - 1)});
+  maskCache[key] = index;
+  return index;
 }
 
 void OnnxLowering::findOnceCones() {

@@ -342,6 +342,11 @@ private:
   /// `stacked`).
   static std::string stackedWeightName(const std::string &pattern);
 
+  /// The int64 [L, L] index of a relative_gather op over rows of length
+  /// `len` (a [1] tensor): clamp(span + bucket(row - column), 0, 2 span -
+  /// 1), or span - bucket(...) with by_key; built once per graph.
+  std::string relativeIndex(const ir::Op &op, const std::string &len);
+
   // LowerSequence.cpp.
   bool lowerSequence(const ir::Op &op);
   /// The length of the graph's growing cache ([1] int64; from a state

@@ -229,6 +229,10 @@ bool verifyAttention(const Op &op, DiagnosticEngine &d) {
                   "extra keys or ALiBi");
     return false;
   }
+  if (op.hasOperand("bias") && op.hasOperand("extra_k")) {
+    reportOpError(d, op, "bias covers the keys only: it takes no extra keys");
+    return false;
+  }
   if (op.hasAttr("chunk") &&
       (op.hasAttr("window") || !op.attr<bool>("causal") ||
        op.hasOperand("extra_k"))) {
@@ -290,6 +294,20 @@ bool inferAttentionOp(Op &op, DiagnosticEngine &d) {
                                 "[buckets, heads] with one column per query "
                                 "head ({})",
                                 r.str(), q.dims[2].str()));
+      return false;
+    }
+  }
+  if (const Value *bias = op.operand("bias")) {
+    const TensorType &r = bias->type;
+    if (r.rank() != 4 || !isFloat(r.dtype) ||
+        (r.dims[0] != q.dims[0] && r.dims[0] != SymExpr(1)) ||
+        r.dims[1] != q.dims[2] || r.dims[2] != q.dims[1] ||
+        r.dims[3] != k.dims[1]) {
+      reportOpError(d, op,
+                    fmt::format("bias {} must be float [{} or 1, {}, {}, {}] "
+                                "(batch, query heads, queries, keys)",
+                                r.str(), q.dims[0].str(), q.dims[2].str(),
+                                q.dims[1].str(), k.dims[1].str()));
       return false;
     }
   }
@@ -570,12 +588,15 @@ OpCost attentionCost(const Op &op, const CostContext &ctx) {
   bool softcap = op.hasAttr("softcap");
   double perScore =
       2 /*scale, mask*/ + 5 /*softmax*/ + (softcap ? 3 : 0) +
-      (op.hasAttr("alibi") || op.hasOperand("relative_bias") ? 1 : 0) /*bias*/;
+      (op.hasAttr("alibi") || op.hasOperand("relative_bias") ? 1 : 0) +
+      (op.hasOperand("bias") ? 1 : 0) /*biases*/;
   c.flops = c.matmulFlops + scores * perScore;
   c.transcendentals = scores * (softcap ? 2 : 1);
   ctx.read(op.getOperand(0), c);
   if (const Value *mask = op.operand("mask"))
     ctx.read(mask, c);
+  if (const Value *bias = op.operand("bias"))
+    ctx.read(bias, c);
   ctx.write(op.getResult(), c);
   return c;
 }
@@ -718,6 +739,10 @@ void addAttentionSchemas(SchemaList &out) {
                       "float [buckets, heads]: T5's relative position bias, "
                       "table[bucket(key - query), h] added to the scores "
                       "(bidirectional buckets unless causal)")
+          .optOperand("bias",
+                      "float [batch or 1, heads, seq, keys]: added to the "
+                      "scaled scores (DeBERTa's disentangled position "
+                      "terms)")
           .optOperand("key_mask",
                       "[batch, keys]: 0 hides a key from every query "
                       "(padded patches of a vision encoder)")

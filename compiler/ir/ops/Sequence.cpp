@@ -11,6 +11,10 @@
 //              convolutional front end)
 //   sinusoidal fixed sinusoidal position embeddings [sin | cos] of a table
 //              built at init and not stored (Marian)
+//   relative_gather
+//              scores against a table of relative positions, read at each
+//              (query, key) pair's relative position (DeBERTa's
+//              disentangled attention)
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
@@ -75,11 +79,22 @@ bool inferConv1d(Op &op, DiagnosticEngine &d) {
                               x.str(), w.str()));
     return false;
   }
-  if (x.dims[1] != w.dims[1]) {
+  const int64_t *groupsAttr = op.optAttr<int64_t>("groups");
+  int64_t groups = groupsAttr ? *groupsAttr : 1;
+  if (x.dims[1] != w.dims[1] * SymExpr(groups)) {
     reportOpError(d, op,
-                  fmt::format("x {} has {} channels, the weight {} expects {}",
+                  fmt::format("x {} has {} channels, the weight {} expects {} "
+                              "({} per group, {} groups)",
                               x.str(), x.dims[1].str(), w.str(),
-                              w.dims[1].str()));
+                              (w.dims[1] * SymExpr(groups)).str(),
+                              w.dims[1].str(), groups));
+    return false;
+  }
+  if (auto out = w.dims[0].getConstant(); !out || *out % groups != 0) {
+    reportOpError(d, op,
+                  fmt::format("the weight {} must have a known number of "
+                              "outputs divisible by the {} groups",
+                              w.str(), groups));
     return false;
   }
   auto k = w.dims[2].getConstant();
@@ -136,7 +151,43 @@ bool inferSinusoidal(Op &op, DiagnosticEngine &d) {
   return true;
 }
 
+bool inferRelativeGather(Op &op, DiagnosticEngine &d) {
+  const TensorType &x = op.getOperand(0)->type;
+  int64_t span = op.attr<int64_t>("span");
+  if (x.rank() < 2 || !isFloat(x.dtype) || x.dims.back() != SymExpr(2 * span)) {
+    reportOpError(d, op,
+                  fmt::format("expects float x [..., len, 2 span = {}], got {}",
+                              2 * span, x.str()));
+    return false;
+  }
+  std::vector<SymExpr> dims = x.dims;
+  dims.back() = x.dims[x.rank() - 2];
+  op.getResult()->type = TensorType(x.dtype, dims);
+  return true;
+}
+
+bool verifyRelativeGather(const Op &op, DiagnosticEngine &d) {
+  const int64_t *maxPosition = op.optAttr<int64_t>("max_position");
+  int64_t mid = op.attr<int64_t>("span") / 2;
+  if (maxPosition && (mid < 1 || *maxPosition - 1 <= mid)) {
+    reportOpError(d, op,
+                  fmt::format("log buckets need span >= 2 and max_position - "
+                              "1 > span / 2, got span {} and max_position {}",
+                              op.attr<int64_t>("span"), *maxPosition));
+    return false;
+  }
+  return true;
+}
+
 OpCost sinusoidalCost(const Op &op, const CostContext &ctx) {
+  OpCost c;
+  readOperandsWriteResults(op, ctx, c);
+  return c;
+}
+
+// A gather: x read, the result written; the indices are computed once per
+// graph.
+OpCost relativeGatherCost(const Op &op, const CostContext &ctx) {
   OpCost c;
   readOperandsWriteResults(op, ctx, c);
   return c;
@@ -217,19 +268,55 @@ void addSequenceSchemas(SchemaList &out) {
           .cost(sinusoidalCost)
           .take());
   out.push_back(
+      SchemaBuilder(OpKind::RelativeGather, "scores read at relative positions")
+          .describe("x [..., len, 2 span] holds each of `len` rows' scores "
+                    "against 2 span relative positions; y [..., len, len] "
+                    "reads them at idx(i - j) = clamp(bucket(i - j) + span, "
+                    "0, 2 span - 1) for query i and key j: y[.., i, j] = "
+                    "x[.., i, idx(i - j)], or with by_key x[.., j, span - "
+                    "bucket(j - i)] (clamped likewise: the rows are the "
+                    "keys'). bucket(r) = r, or with max_position DeBERTa's "
+                    "log buckets: r where |r| <= span / 2, else sign(r) "
+                    "(ceil(log(|r| / m) / log((max_position - 1) / m) (m - "
+                    "1)) + m) with m = span / 2, in float32 (DeBERTa-v2's "
+                    "content-to-position and position-to-content terms).")
+          .language()
+          .operand("x", "float [..., len, 2 span]")
+          .attr("span", AttrType::Int,
+                "relative positions on each side (the table has 2 span rows)")
+          .atLeast(1)
+          .optAttr("max_position", AttrType::Int,
+                   "log buckets up to this distance (DeBERTa's "
+                   "max_relative_positions); absent: the distances as they "
+                   "are")
+          .atLeast(2)
+          .attr("by_key", AttrType::Bool, false,
+                "the rows of x are the keys' (position to content)")
+          .result("result", "[..., len, len]")
+          .verify(verifyRelativeGather)
+          .infer(inferRelativeGather)
+          .cost(relativeGatherCost)
+          .take());
+  out.push_back(
       SchemaBuilder(OpKind::Conv1d, "1-D convolution with zero padding")
           .describe("x [batch, channels, length] with weight [out, channels, "
-                    "kernel] (PyTorch's Conv1d layout), `padding` zeros on "
+                    "kernel] (PyTorch's Conv1d layout; channels / groups "
+                    "with groups), `padding` zeros on "
                     "both sides, at a stride: [batch, out, (length + 2 "
                     "padding - kernel) / stride + 1] (Whisper's front end).")
           .language()
           .operand("x", "float [batch, channels, length]")
-          .operand("weight", "[out, channels, kernel]")
+          .operand("weight", "[out, channels / groups, kernel]")
           .optOperand("bias", "[out]")
           .attr("stride", AttrType::Int, int64_t(1), "the step")
           .atLeast(1)
           .attr("padding", AttrType::Int, int64_t(0), "zeros added at each end")
           .atLeast(0)
+          .optAttr("groups", AttrType::Int,
+                   "channel groups: output group g reads input group g only "
+                   "(the weight holds channels / groups inputs per output); "
+                   "absent: 1")
+          .atLeast(1)
           .result("result", "[batch, out, length']")
           .infer(inferConv1d)
           .cost(conv1dCost)

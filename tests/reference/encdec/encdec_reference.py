@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """A numpy float64 reference of the encoder, encoder-decoder and speech
-families (BERT, RoBERTa / XLM-R, DistilBERT, ModernBERT, MPNet, BART /
-mBART, Marian, T5 / mT5, Whisper), written from the Hugging Face behaviours
-that ../shared/hf-golden-encdec/index.md lists (MPNet from transformers'
-modeling_mpnet.py: no fixture), independently of archc (weights by their
-checkpoint names, no archc code or output).
+families (BERT, RoBERTa / XLM-R, DistilBERT, ModernBERT, MPNet, DeBERTa-v2,
+BART / mBART, Marian, T5 / mT5, Whisper), written from the Hugging Face
+behaviours that ../shared/hf-golden-encdec/index.md lists (MPNet from
+transformers' modeling_mpnet.py, DeBERTa-v2 from modeling_deberta_v2.py:
+no fixtures), independently of archc (weights by their checkpoint names, no
+archc code or output).
 
   encoder_outputs(cfg, W, input_ids, attention_mask, token_type_ids)
       -> {last_hidden_state, logits, pooler_output} of architectures[0]
@@ -302,6 +303,146 @@ def mpnet(cfg, W, ids, mask, types):
     return out
 
 
+def deberta_parts(v):
+    """pos_att_type / norm_rel_ebd: a list as it is, a string split at "|",
+    each part stripped and lower-cased (DebertaV2Config, the encoder)."""
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [x.strip() for x in v.lower().split("|")]
+    return list(v)
+
+
+def deberta_log_bucket(rel, bucket_size, max_position):
+    """make_log_bucket_position, in float32 as torch computes it."""
+    sign = np.sign(rel)
+    mid = bucket_size // 2
+    abs_pos = np.where((rel < mid) & (rel > -mid), mid - 1, np.abs(rel))
+    ratio = (abs_pos / mid).astype(np.float32)
+    denom = np.log(np.float32((max_position - 1) / mid))
+    log_pos = np.ceil(np.log(ratio) / denom * np.float32(mid - 1)).astype(np.float32) + np.float32(mid)
+    return np.where(abs_pos <= mid, rel.astype(np.float32), log_pos * sign).astype(np.int64)
+
+
+def deberta_v2(cfg, W, ids, mask, types):
+    """DeBERTa-v2 / v3: disentangled attention over relative embeddings."""
+    t = task(cfg)
+    p = "" if t == "base" else "deberta."
+    H = cfg.get("hidden_size", 1536)
+    nh = cfg.get("num_attention_heads", 24)
+    d = cfg.get("attention_head_size", H // nh)
+    E = cfg.get("embedding_size", H)
+    eps = cfg.get("layer_norm_eps", 1e-7)
+    a = act(cfg.get("hidden_act", "gelu"))
+    B, S = ids.shape
+    pos_types = deberta_parts(cfg.get("pos_att_type"))
+    for x in pos_types:
+        if x not in ("c2p", "p2c"):
+            raise ValueError(f"pos_att_type {x!r} not in the reference")
+    relative = cfg.get("relative_attention", False)
+    share = cfg.get("share_att_key", False)
+    max_rel = cfg.get("max_relative_positions", -1)
+    if max_rel < 1:
+        max_rel = cfg.get("max_position_embeddings", 512)
+    buckets = cfg.get("position_buckets", -1)
+    span = buckets if buckets > 0 else max_rel
+    norm_rel = "layer_norm" in deberta_parts(cfg.get("norm_rel_ebd", "none"))
+    factor = 1 + ("c2p" in pos_types) + ("p2c" in pos_types)
+    scale = math.sqrt(d * factor)
+    m = np.asarray(mask).astype(np.float64)
+    # Embeddings.
+    e = p + "embeddings."
+    word = W[e + "word_embeddings.weight"]
+    x = word[ids]
+    if cfg.get("position_biased_input", True):
+        x = x + W[e + "position_embeddings.weight"][np.arange(S)][None]
+    if cfg.get("type_vocab_size", 0) > 0:
+        x = x + W[e + "token_type_embeddings.weight"][types if types is not None else np.zeros_like(ids)]
+    if E != H:
+        x = x @ W[e + "embed_proj.weight"].T
+    x = ln(x, W, e + "LayerNorm", eps) * m[:, :, None]
+    emb = x
+    # Relative positions q - k (bucketed) and the embeddings.
+    rel_pos = np.arange(S)[:, None] - np.arange(S)[None, :]
+    if buckets > 0:
+        rel_pos = deberta_log_bucket(rel_pos, buckets, max_rel)
+    rel_emb = None
+    if relative:
+        rel_emb = W[p + "encoder.rel_embeddings.weight"]
+        if norm_rel:
+            rel_emb = ln(rel_emb, W, p + "encoder.LayerNorm", eps)
+        rel_emb = rel_emb[: 2 * span]
+    allowed = (m[:, None, :, None] * m[:, None, None, :]) > 0  # [B, 1, S, S]
+    conv_k = cfg.get("conv_kernel_size", 0)
+    for i in range(cfg.get("num_hidden_layers", 24)):
+        L = f"{p}encoder.layer.{i}."
+        A = L + "attention.self."
+        q = heads_of(lin(x, W, A + "query_proj"), nh)  # [B, nh, S, d]
+        k = heads_of(lin(x, W, A + "key_proj"), nh)
+        v = heads_of(lin(x, W, A + "value_proj"), nh)
+        scores = q @ (k.transpose(0, 1, 3, 2) / scale)
+        if relative:
+            def pos(name):
+                return heads_of(lin(rel_emb[None], W, A + name), nh)[0]  # [nh, 2 span, d]
+            if "c2p" in pos_types:
+                pk = pos("key_proj" if share else "pos_key_proj")
+                c2p = q @ pk.transpose(0, 2, 1)  # [B, nh, S, 2 span]
+                idx = np.clip(rel_pos + span, 0, 2 * span - 1)
+                scores = scores + np.take_along_axis(c2p, np.broadcast_to(idx, c2p.shape[:2] + idx.shape), -1) / scale
+            if "p2c" in pos_types:
+                pq = pos("query_proj" if share else "pos_query_proj")
+                p2c = k @ pq.transpose(0, 2, 1)  # [B, nh, S(keys), 2 span]
+                idx = np.clip(-rel_pos + span, 0, 2 * span - 1)  # [key, query]
+                g = np.take_along_axis(p2c, np.broadcast_to(idx, p2c.shape[:2] + idx.shape), -1)
+                scores = scores + g.transpose(0, 1, 3, 2) / scale
+        scores = np.where(allowed, scores, NEG)
+        o = _softmax(scores) @ v
+        o = o.transpose(0, 2, 1, 3).reshape(B, S, nh * d)
+        x = ln(x + lin(o, W, L + "attention.output.dense"), W, L + "attention.output.LayerNorm", eps)
+        f = lin(a(lin(x, W, L + "intermediate.dense")), W, L + "output.dense")
+        x = ln(x + f, W, L + "output.LayerNorm", eps)
+        if i == 0 and conv_k > 0:
+            c = p + "encoder.conv."
+            out = conv1d_same(emb.transpose(0, 2, 1), W[c + "conv.weight"], W[c + "conv.bias"],
+                              cfg.get("conv_groups", 1)).transpose(0, 2, 1)
+            out = act(cfg.get("conv_act", "tanh"))(out * m[:, :, None])
+            x = ln(x + out, W, c + "LayerNorm", eps) * m[:, :, None]
+    out = {}
+    if t == "base":
+        out["last_hidden_state"] = x
+    elif t == "mlm":
+        out["last_hidden_state"] = x
+        if cfg.get("legacy", True):
+            h = ln(a(lin(x, W, "cls.predictions.transform.dense")), W, "cls.predictions.transform.LayerNorm", eps)
+            if cfg.get("tie_word_embeddings", True):
+                out["logits"] = h @ word.T + W["cls.predictions.bias"]
+            else:
+                out["logits"] = lin(h, W, "cls.predictions.decoder")
+        else:
+            h = ln(a(lin(x, W, "lm_predictions.lm_head.dense")), W, "lm_predictions.lm_head.LayerNorm", eps)
+            out["logits"] = h @ word.T + W["lm_predictions.lm_head.bias"]
+    elif t == "seqcls":
+        pooled = act(cfg.get("pooler_hidden_act", "gelu"))(lin(x[:, 0], W, "pooler.dense"))
+        out["logits"] = lin(pooled, W, "classifier")
+    else:
+        out["logits"] = lin(x, W, "classifier")
+    return out
+
+
+def conv1d_same(x, w, b, groups):
+    """x [B, C, N], w [O, C / groups, K] (K odd), padding (K - 1) / 2."""
+    K = w.shape[2]
+    pad = (K - 1) // 2
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad)))
+    N = x.shape[2]
+    cols = np.stack([xp[:, :, j: j + K] for j in range(N)], axis=1)  # B, N, C, K
+    O, Cg = w.shape[0], w.shape[1]
+    og = O // groups
+    outs = [np.einsum("bncj,ocj->bon", cols[:, :, g * Cg:(g + 1) * Cg], w[g * og:(g + 1) * og])
+            for g in range(groups)]
+    return np.concatenate(outs, axis=1) + b[None, :, None]
+
+
 def encoder_outputs(cfg, W, ids, mask, types=None):
     mt = cfg["model_type"]
     if mt in ("bert", "roberta", "xlm-roberta"):
@@ -312,6 +453,8 @@ def encoder_outputs(cfg, W, ids, mask, types=None):
         return modernbert(cfg, W, ids, mask, types)
     if mt == "mpnet":
         return mpnet(cfg, W, ids, mask, types)
+    if mt == "deberta-v2":
+        return deberta_v2(cfg, W, ids, mask, types)
     raise ValueError(f"model_type {mt!r} is no encoder of the reference")
 
 

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import encdec_reference as er  # noqa: E402
 from hf_reference import write_safetensors  # noqa: E402
 
-ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert", "modernbert", "mpnet")
+ENCODERS = ("bert", "roberta", "xlm-roberta", "distilbert", "modernbert", "mpnet", "deberta-v2")
 MIN_MARGIN = 0.02
 ATTEMPTS = 200
 
@@ -116,7 +116,8 @@ def main():
         ids[1, S - P:] = pad
         E["input_ids"], E["attention_mask"] = ids.astype(np.int64), mask
         types = None
-        if mt == "bert" and cfg.get("type_vocab_size", 2) > 1:
+        if (mt == "bert" and cfg.get("type_vocab_size", 2) > 1) or \
+                (mt == "deberta-v2" and cfg.get("type_vocab_size", 0) > 1):
             types = np.zeros((2, S), np.int64)
             types[:, S // 2:] = 1
             types[1, S - P:] = 0
