@@ -8,7 +8,10 @@
 // remote models are off.
 //
 // Cases (CASES below; each one list entry): float32 (qwen3), float16
-// (--dtype=f16, qwen3), int4 (--quant=int4, llama), a mixture of experts
+// (--dtype=f16, qwen3), int4 (--quant=int4, llama: a folder of the int4
+// model alone, and one with the float model beside it, which the browser's
+// default device loads instead: config.json's
+// transformers.js_config.device_config.wasm.dtype), a mixture of experts
 // (qwen3_moe) and a hybrid (lfm2: short convolutions and attention). What
 // each must reproduce:
 //   - float32: Hugging Face's greedy ids (the fixture's expected.safetensors);
@@ -37,11 +40,16 @@ const require = createRequire(import.meta.url);
 const { readSafetensors } = require('../ort/lib/safetensors.js');
 const here = path.dirname(new URL(import.meta.url).pathname);
 
-// name, fixture, how the folder is made, what it must reproduce.
+// name, fixture, archc's options, what it must reproduce, config.json's
+// transformers.js_config.dtype and device_config.wasm.dtype (the model the
+// browser loads). `beside: 'f32'`: the quantized model is emitted into a
+// folder that already holds the float one (run_quant_case.py's folder).
 const CASES = [
   { name: 'qwen3-f32', fixture: 'qwen3-base', opts: [], expect: 'hf', dtype: 'fp32' },
   { name: 'qwen3-f16', fixture: 'qwen3-base', opts: ['--dtype=f16'], expect: 'f16', dtype: 'fp16' },
   { name: 'llama-q4', fixture: 'llama-base', opts: ['--quant=int4'], expect: 'quant', dtype: 'q4' },
+  { name: 'llama-q4-beside-f32', fixture: 'llama-base', opts: ['--quant=int4'], beside: 'f32', expect: 'hf',
+    dtype: 'q4', wasm: 'fp32' },
   { name: 'qwen3_moe-f32', fixture: 'qwen3_moe-base', opts: [], expect: 'hf', dtype: 'fp32' },
   { name: 'lfm2-f32', fixture: 'lfm2-base', opts: [], expect: 'hf', dtype: 'fp32' },
 ];
@@ -83,6 +91,8 @@ function greedyRun(file) {
   return { prompt: seq.slice(0, s0), want: seq.slice(s0), gaps, maxRef };
 }
 
+const quantRuns = new Set();
+
 function architectureOf(dir) {
   const m = fs.readFileSync(path.join(dir, 'config.json'), 'utf8').match(/"architectures"\s*:\s*\[\s*"([^"]+)"/);
   return m ? m[1] : '';
@@ -96,31 +106,38 @@ function prepare(a, c) {
     throw new Error(`fixture ${caseDir} not found (../shared/hf-golden absent)`);
   const folder = path.join(a.work, 'models', c.name);
   let expected = path.join(caseDir, 'expected.safetensors');
-  if (c.expect === 'quant') {
-    // run_quant_case.py emits the folder (a float model, then the quantized
-    // one beside it), checks it in ONNX Runtime and writes the reference.
-    const qwork = path.join(a.work, 'quant', c.name);
-    fs.rmSync(qwork, { recursive: true, force: true });
-    run(a.python, [path.join(here, '..', 'quant', 'run_quant_case.py'), '--archc', a.archc, '--arch', 'auto',
-      '--family', 'auto', '--node', a.node, '--case', caseDir, '--work', qwork,
-      `--opts=${c.opts.join(' ')}`, '--l2', '0.05,0.15', '--folder', `model_${c.dtype}.onnx`]);
-    fs.rmSync(folder, { recursive: true, force: true });
-    fs.mkdirSync(path.dirname(folder), { recursive: true });
-    fs.renameSync(path.join(qwork, 'folder'), folder);
-    expected = path.join(qwork, 'reference', 'expected.safetensors');
-  } else {
-    fs.rmSync(folder, { recursive: true, force: true });
-    run(a.archc, [caseDir, '-emit=onnx', '-o', folder + '/', ...c.opts]);
-    if (c.expect === 'f16') {
-      expected = path.join(a.work, `${c.name}.rounded-expected.safetensors`);
-      run(a.python, [path.join(here, '..', 'reference', 'rounded_expected.py'), '--archc', a.archc,
-        '--case', caseDir, '--out', expected, '--dtype', 'f16']);
+  fs.rmSync(folder, { recursive: true, force: true });
+  fs.mkdirSync(path.dirname(folder), { recursive: true });
+  if (c.expect === 'quant' || c.beside) {
+    // run_quant_case.py emits a folder (the float model, then the quantized
+    // one beside it), checks it in ONNX Runtime and writes the reference
+    // over the weights as that model stores them (archc's quantization is
+    // deterministic: a folder of the quantized model alone stores the same).
+    const qwork = path.join(a.work, 'quant', `${c.fixture}${c.opts.join('')}`);
+    if (!quantRuns.has(qwork)) {
+      fs.rmSync(qwork, { recursive: true, force: true });
+      run(a.python, [path.join(here, '..', 'quant', 'run_quant_case.py'), '--archc', a.archc, '--arch', 'auto',
+        '--family', 'auto', '--node', a.node, '--case', caseDir, '--work', qwork,
+        `--opts=${c.opts.join(' ')}`, '--l2', '0.05,0.15', '--folder', `model_${c.dtype}.onnx`]);
+      quantRuns.add(qwork);
     }
+    if (c.beside) fs.cpSync(path.join(qwork, 'folder'), folder, { recursive: true });
+    if (c.expect === 'quant') expected = path.join(qwork, 'reference', 'expected.safetensors');
+  }
+  if (!c.beside) run(a.archc, [caseDir, '-emit=onnx', '-o', folder + '/', ...c.opts]);
+  if (c.expect === 'f16') {
+    expected = path.join(a.work, `${c.name}.rounded-expected.safetensors`);
+    run(a.python, [path.join(here, '..', 'reference', 'rounded_expected.py'), '--archc', a.archc,
+      '--case', caseDir, '--out', expected, '--dtype', 'f16']);
   }
   const cfg = JSON.parse(fs.readFileSync(path.join(folder, 'config.json'), 'utf8'));
   const dtype = cfg['transformers.js_config']?.dtype;
   if (dtype !== c.dtype)
     throw new Error(`${c.name}: config.json's transformers.js_config.dtype is ${JSON.stringify(dtype)}, want "${c.dtype}"`);
+  const wasm = cfg['transformers.js_config']?.device_config?.wasm?.dtype;
+  if (wasm !== c.wasm)
+    throw new Error(`${c.name}: config.json's transformers.js_config.device_config.wasm.dtype is ` +
+      `${JSON.stringify(wasm)}, want ${JSON.stringify(c.wasm)}`);
   const r = greedyRun(expected);
   let required = r.want.length, note = '';
   if (c.expect === 'f16') {
@@ -178,7 +195,8 @@ async function main() {
       const got = res.ids;
       const n = exp.required;
       const ok = got.length >= n && got.slice(0, n).every((v, i) => v === exp.want[i]);
-      console.log(`${ok ? 'ok  ' : 'FAIL'} ${c.name} ${c.dtype} (${c.fixture} ${c.opts.join(' ') || 'float32'}): ` +
+      const loads = c.wasm ? `${c.dtype}, the browser loading ${c.wasm}` : c.dtype;
+      console.log(`${ok ? 'ok  ' : 'FAIL'} ${c.name} ${loads} (${c.fixture} ${c.opts.join(' ') || 'float32'}): ` +
         `got [${got}] want [${exp.want}]${exp.note} ${((Date.now() - t) / 1000).toFixed(1)} s`);
       if (!ok) failures.push(c.name);
     }

@@ -216,10 +216,13 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
     std::map<std::string, unsigned> chunks = {
         {modelFile, static_cast<unsigned>(dataFiles.size())},
         {genaiVariant, 0}};
+    // A quantized model's MatMulNBits run slowly on onnxruntime-web's WASM
+    // build: a browser's default device loads the folder's float model.
+    const std::string tag = storage.fileTag(m.activationDType);
     nlohmann::json outConfig = outputConfig(
         config, m, chunks, previous.is_object() ? &previous : nullptr,
-        transformersJsDtype(m.activationDType,
-                            storage.fileTag(m.activationDType)));
+        transformersJsDtype(m.activationDType, tag),
+        tag.empty() ? "" : wasmFloatDtype(outDir));
     modelType = modelTypeOf(outConfig, m);
     if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
       return false;
