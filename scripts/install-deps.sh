@@ -11,6 +11,7 @@ packages=(
   libgtest-dev googletest
   llvm-14-tools clang-format python3 python3-numpy python3-onnx
   librsvg2-bin util-linux
+  chromium
 
 )
 # Node.js runs the ONNX Runtime execution tests; a machine may already have a newer one.

@@ -548,6 +548,52 @@ TEST(ModelFolder, FileNamesAndLayerTypes) {
   }
 }
 
+// The browser's default device (onnxruntime-web's WASM build, which
+// dequantizes a MatMulNBits matrix on every call) loads the folder's float
+// model in place of a quantized one: model.onnx, else model_fp16.onnx,
+// while its weights as float32 fit the WASM memory bound.
+TEST(ModelFolder, WasmLoadsTheFloatModelBesideAQuantizedOne) {
+  test::ScratchDir dir;
+  EXPECT_EQ(wasmFloatDtype(dir.path), "");
+  dir.write("onnx/model_q4.onnx", "q4");
+  EXPECT_EQ(wasmFloatDtype(dir.path), "");
+  dir.write("onnx/model_fp16.onnx", "fp16");
+  dir.write("onnx/model_fp16.onnx_data", std::string(1000, 'x'));
+  EXPECT_EQ(wasmFloatDtype(dir.path), "fp16");
+  dir.write("onnx/model.onnx", "fp32");
+  EXPECT_EQ(wasmFloatDtype(dir.path), "fp32");
+  // Past the bound (sparse files: no bytes written): the next candidate,
+  // then none. A float16 model counts twice its bytes.
+  fs::resize_file(dir.path / "onnx" / "model.onnx", kWasmFloatBytes + 1);
+  EXPECT_EQ(wasmFloatDtype(dir.path), "fp16");
+  dir.write("onnx/model_fp16.onnx_data_1", "");
+  fs::resize_file(dir.path / "onnx" / "model_fp16.onnx_data_1",
+                  kWasmFloatBytes / 2);
+  EXPECT_EQ(wasmFloatDtype(dir.path), "");
+
+  test::Compiled llama = compileBundled("llama", "tiny/llama.json");
+  ASSERT_TRUE(llama.ok) << llama.diagnostics();
+  nlohmann::json in = llama.c->config->root();
+  nlohmann::json out =
+      outputConfig(in, llama.module(), {}, nullptr, "q4", "fp32");
+  EXPECT_EQ(out["transformers.js_config"]["dtype"], "q4");
+  EXPECT_EQ(out["transformers.js_config"]["device_config"],
+            (nlohmann::json{{"wasm", {{"dtype", "fp32"}}}}));
+  // A float run (or a quantized one with no float model beside it) writes
+  // none; an input's other per-device settings stay.
+  EXPECT_FALSE(outputConfig(in, llama.module(), {}, nullptr,
+                            "fp32")["transformers.js_config"]
+                   .contains("device_config"));
+  nlohmann::json withDevices = in;
+  withDevices["transformers.js_config"] = {
+      {"device_config",
+       {{"wasm", {{"dtype", "q8"}}}, {"webgpu", {{"dtype", "q4f16"}}}}}};
+  out = outputConfig(withDevices, llama.module(), {}, nullptr, "q4");
+  EXPECT_FALSE(out["transformers.js_config"]["device_config"].contains("wasm"));
+  EXPECT_TRUE(
+      out["transformers.js_config"]["device_config"].contains("webgpu"));
+}
+
 TEST(GenaiConfig, ModelTypesTheRuntimeAccepts) {
   EXPECT_EQ(genaiModelType("llama"), "llama");
   EXPECT_EQ(genaiModelType("qwen3"), "qwen3");

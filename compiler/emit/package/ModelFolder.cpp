@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -94,7 +95,8 @@ std::vector<std::string> deriveLayerTypes(const ir::Module &m) {
 nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
                             const std::map<std::string, unsigned> &dataChunks,
                             const nlohmann::json *previous,
-                            const std::string &dtype) {
+                            const std::string &dtype,
+                            const std::string &wasmDtype) {
   nlohmann::json out = input;
   // The folder's models hold the checkpoint's weights dequantized (or
   // re-quantized by --quant, which the file name says), never in the
@@ -172,11 +174,54 @@ nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
     tjs["dtype"] = dtype;
   else if (previousDtype.is_string())
     tjs["dtype"] = previousDtype;
+  // The browser's default device runs the folder's float model in place of
+  // a quantized one (wasmFloatDtype); a float run's own file serves it too.
+  if (!wasmDtype.empty()) {
+    if (!tjs.contains("device_config") || !tjs["device_config"].is_object())
+      tjs["device_config"] = nlohmann::json::object();
+    tjs["device_config"]["wasm"]["dtype"] = wasmDtype;
+  } else if (tjs.contains("device_config") &&
+             tjs["device_config"].is_object()) {
+    nlohmann::json &devices = tjs["device_config"];
+    if (devices.contains("wasm") && devices["wasm"].is_object() &&
+        devices["wasm"].empty())
+      devices.erase("wasm");
+    if (devices.empty())
+      tjs.erase("device_config");
+  }
   if (tjs.empty())
     out.erase("transformers.js_config");
   else
     out["transformers.js_config"] = tjs;
   return out;
+}
+
+std::string wasmFloatDtype(const fs::path &dir) {
+  // The model file, its external data (model.onnx_data[_N]) and how many
+  // bytes each stored weight byte becomes in float32.
+  auto floatBytes = [&](const std::string &file, uint64_t widen) {
+    std::error_code ec;
+    if (!fs::is_regular_file(dir / "onnx" / file, ec))
+      return uint64_t(0);
+    uint64_t total = 0;
+    for (const auto &e : fs::directory_iterator(dir / "onnx", ec)) {
+      std::string name = e.path().filename().string();
+      if (name == file || name.rfind(file + "_data", 0) == 0) {
+        uint64_t size = e.file_size(ec);
+        total += ec ? 0 : size;
+      }
+    }
+    return total * widen;
+  };
+  for (auto [file, dtype, widen] :
+       {std::tuple<const char *, const char *, uint64_t>{"model.onnx", "fp32",
+                                                         1},
+        {"model_fp16.onnx", "fp16", 2}}) {
+    uint64_t bytes = floatBytes(file, widen);
+    if (bytes && bytes <= kWasmFloatBytes)
+      return dtype;
+  }
+  return "";
 }
 
 nlohmann::json generationConfig(const nlohmann::json *inputGeneration,

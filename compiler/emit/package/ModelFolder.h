@@ -64,10 +64,33 @@ std::vector<std::string> deriveLayerTypes(const ir::Module &m);
 /// file archc does not write); where this run's file has none, the dtype of
 /// `previous`, else none (an input's own dtype names files of its folder,
 /// not of this one).
+/// With `wasmDtype` (wasmFloatDtype's answer for a quantized run),
+/// `transformers.js_config.device_config.wasm.dtype` names it: the model a
+/// browser's default device loads in place of this run's.
 nlohmann::json outputConfig(const nlohmann::json &input, const ir::Module &m,
                             const std::map<std::string, unsigned> &dataChunks,
                             const nlohmann::json *previous,
-                            const std::string &dtype = "");
+                            const std::string &dtype = "",
+                            const std::string &wasmDtype = "");
+
+/// The largest float model, as float32 bytes (onnxruntime-web holds a
+/// float16 model's weights cast to float32), that wasmFloatDtype offers:
+/// WebAssembly's 32-bit memory is 4 GiB, and a session also holds the
+/// activations, the cache and the file bytes it is created from (a 2.4 GB
+/// float32 Qwen3-0.6B loads and runs in Chromium; docs/performance.md,
+/// "Browser: quantized models on WASM").
+inline constexpr uint64_t kWasmFloatBytes = uint64_t(5) << 29; // 2.5 GiB
+
+/// The float model of the model folder `dir` that transformers.js should
+/// load on its browser default device ("wasm": onnxruntime-web's WASM
+/// build) in place of a quantized one: "fp32" (onnx/model.onnx), else
+/// "fp16" (onnx/model_fp16.onnx), the first whose weights as float32 are at
+/// most kWasmFloatBytes; "" when the folder holds neither or they are
+/// larger. onnxruntime-web's WASM build has no MatMulNBits kernel (no MLAS
+/// n-bit GEMM for WebAssembly): it dequantizes every matrix to float32 on
+/// every call, at any block size or accuracy_level, so a q4 or int8 decode
+/// step is several times slower than the float model's there.
+std::string wasmFloatDtype(const std::filesystem::path &dir);
 
 /// OUT/generation_config.json when the input folder has none: the
 /// defaults Hugging Face derives from the model config (token ids); with

@@ -44,10 +44,12 @@ namespace archc {
 
 namespace {
 /// After a model folder run (stderr): the files it wrote and how each
-/// client loads the folder.
+/// client loads the folder; for a quantized model (`wasmDtype` given), the
+/// model a browser's WASM device loads instead, or that it has none.
 void printFolderSummary(const OutputSet &set, const fs::path &outDir,
                         const fs::path &modelRel, size_t dataFiles,
-                        const std::string &tjsDtype, bool tjsRuns, bool genai) {
+                        const std::string &tjsDtype, bool tjsRuns, bool genai,
+                        const std::string *wasmDtype) {
   std::string modelFile = modelRel.filename().string();
   // The model first, then the other files by name.
   std::vector<std::string> files = set.stagedFiles();
@@ -80,6 +82,20 @@ void printFolderSummary(const OutputSet &set, const fs::path &outDir,
                "  transformers.js:   await AutoModelForCausalLM."
                "from_pretrained('{}')  // {}: config.json's dtype '{}'\n",
                dir, modelRel.string(), tjsDtype);
+  // A quantized model: what a browser's default device (WASM, no fast
+  // MatMulNBits) loads.
+  if (tjsRuns && wasmDtype && !wasmDtype->empty())
+    fmt::print(
+        stderr,
+        "                     // in a browser (device 'wasm'): "
+        "onnx/{}, config.json's device_config.wasm.dtype '{}'\n",
+        folderModelFile(*wasmDtype == "fp16" ? ir::DType::F16 : ir::DType::F32),
+        *wasmDtype);
+  else if (tjsRuns && wasmDtype)
+    fmt::print(stderr,
+               "                     // in a browser (device 'wasm') "
+               "MatMulNBits runs several times slower than a float model: "
+               "add one to the folder (docs/performance.md)\n");
   if (genai)
     fmt::print(stderr, "  onnxruntime-genai: og.Model('{}')\n", dir);
 }
@@ -210,16 +226,21 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   nlohmann::json generation = readInputGenerationConfig(opts.inputDir, diags);
   std::string modelType = modelTypeOf(config, m);
   const std::string genaiVariant = modelRel.stem().string() + ".genai.onnx";
+  std::string wasmDtype; // device_config.wasm.dtype written, if any
   if (opts.folder) {
     nlohmann::json previous =
         readJsonIfPresent(outDir / "config.json", /*input=*/false);
     std::map<std::string, unsigned> chunks = {
         {modelFile, static_cast<unsigned>(dataFiles.size())},
         {genaiVariant, 0}};
+    // A quantized model's MatMulNBits run slowly on onnxruntime-web's WASM
+    // build: a browser's default device loads the folder's float model.
+    const std::string tag = storage.fileTag(m.activationDType);
+    if (!tag.empty())
+      wasmDtype = wasmFloatDtype(outDir);
     nlohmann::json outConfig = outputConfig(
         config, m, chunks, previous.is_object() ? &previous : nullptr,
-        transformersJsDtype(m.activationDType,
-                            storage.fileTag(m.activationDType)));
+        transformersJsDtype(m.activationDType, tag), wasmDtype);
     modelType = modelTypeOf(outConfig, m);
     if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
       return false;
@@ -361,7 +382,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
           tjs.runs ? transformersJsDtype(m.activationDType,
                                          storage.fileTag(m.activationDType))
                    : std::string(),
-          tjs.runs, writeGenai);
+          tjs.runs, writeGenai,
+          storage.fileTag(m.activationDType).empty() ? nullptr : &wasmDtype);
   }
   return true;
 }
