@@ -9,6 +9,7 @@
 #include "driver/ArchCatalog.h"
 #include "driver/ConfigClosure.h"
 #include "frontend/BundledSnapshot.h"
+#include "frontend/Program.h"
 #include "frontend/Sema.h"
 #include "ir/Verifier.h"
 #include "irgen/ConfigBinder.h"
@@ -95,9 +96,9 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
   if (input.empty()) {
     std::vector<std::string> known;
     input = architecture.empty() ? "" : findBundledArch(architecture, known);
+    SourceRange at =
+        c.config ? c.config->rangeOf("/architectures") : SourceRange();
     if (input.empty()) {
-      SourceRange at =
-          c.config ? c.config->rangeOf("/architectures") : SourceRange();
       if (architecture.empty()) {
         const nlohmann::json *given =
             c.config && c.config->root().contains("architectures")
@@ -117,10 +118,50 @@ bool compileModule(const Options &opts, Compilation &c, std::ostream &irOut) {
                           "--list-archs lists the bundled ones)");
           return false;
         }
-        diags.error(at, "the config names no architecture; pass an .arch "
-                        "file (archc --list-archs lists the bundled ones)");
-        return false;
+        // No `architectures` (older or base-model configs, such as
+        // microsoft/deberta-v3-base's): the one bundled family that claims
+        // the config's model_type, as AutoConfig resolves it.
+        const nlohmann::json *type =
+            c.config && c.config->root().contains("model_type")
+                ? &c.config->root()["model_type"]
+                : nullptr;
+        std::vector<const BundledArch *> claiming;
+        std::vector<BundledArch> bundled = listBundledArchs();
+        if (type && type->is_string())
+          for (const BundledArch &a : bundled)
+            if (std::find(a.modelTypes.begin(), a.modelTypes.end(),
+                          type->get<std::string>()) != a.modelTypes.end())
+              claiming.push_back(&a);
+        if (claiming.size() == 1) {
+          input = claiming[0]->file;
+          diags.report(
+              Severity::Note, c.config->rangeOf("/model_type"),
+              fmt::format(
+                  "the config names no architecture: "
+                  "compiling '{}' ({}), the bundled family "
+                  "of model_type '{}'",
+                  claiming[0]->name,
+                  std::filesystem::path(claiming[0]->file).filename().string(),
+                  type->get<std::string>()));
+        } else {
+          std::string also;
+          for (const BundledArch *a : claiming)
+            also += (also.empty() ? "" : ", ") +
+                    std::filesystem::path(a->file).filename().string();
+          std::string why = "; pass an .arch file";
+          if (claiming.size() > 1)
+            why = "; model_type '" + type->get<std::string>() +
+                  "' is claimed by " + also + ": pass one of them";
+          else if (type && type->is_string())
+            why = " and no bundled family claims model_type '" +
+                  type->get<std::string>() + "'; pass an .arch file";
+          diags.error(at, "the config names no architecture" + why +
+                              " (archc --list-archs lists the bundled ones)");
+          return false;
+        }
       }
+    }
+    if (input.empty()) {
       std::string hint;
       for (const std::string &k : closestNames(architecture, known))
         hint += (hint.empty() ? "" : ", ") + ("'" + k + "'");
