@@ -6,7 +6,11 @@
 //   pipeline('feature-extraction', OUT)(texts, {pooling: 'mean', normalize: true})
 //     must give the reference's normalised mean embeddings of a padded batch,
 //   pipeline('fill-mask', OUT)(text) the reference's top-5 tokens and scores,
-// within 1e-4 x max(1, max|expected|); the tokenizer's ids are checked first.
+// within 1e-4 x max(1, max|expected|); and on three encoder-decoder fixtures
+// given a word-level tokenizer, pipeline('text2text-generation' (T5),
+// 'translation' (Marian), 'summarization' (BART), OUT)(text) must return
+// the text of Hugging Face's greedy ids; the tokenizer's ids are checked
+// first.
 // Usage: check_pipelines.mjs --archc BIN --python PY --shared DIR --work DIR
 // Exit 0 = pass, 1 = fail.
 import fs from 'node:fs';
@@ -71,6 +75,20 @@ async function main() {
     const d = Math.max(...res.map((r, i) => Math.abs(r.score - e.top_scores[i])));
     const tol = tolOf(e.top_scores);
     report(d <= tol, `fill-mask: top-5 scores, max|diff| = ${d.toExponential(3)} (tol ${tol.toExponential(3)})`);
+  }
+  // Encoder-decoders through the text pipelines: the tokenizer gives the
+  // fixture's input ids, and the pipeline's text is HF's greedy ids.
+  for (const task of ['text2text-generation', 'translation', 'summarization']) {
+    const e = E[task];
+    const pipe = await pipeline(task, compile(task), { local_files_only: true, dtype: 'fp32' });
+    const ids = Array.from(pipe.tokenizer(e.text).input_ids.data, Number);
+    report(same(ids, e.input_ids), `${task} (${e.case}): tokenizer ids ${JSON.stringify(ids)}`);
+    const res = await pipe(e.text, { max_new_tokens: e.max_new_tokens });
+    const key = task === 'translation' ? 'translation_text'
+      : task === 'summarization' ? 'summary_text' : 'generated_text';
+    const got = res[0][key];
+    report(got === e.generated_text,
+      `${task} (${e.case}): "${got}" (HF's greedy ids: "${e.generated_text}")`);
   }
   if (failures.length) {
     console.log(`${failures.length} check(s) failed`);

@@ -12,7 +12,10 @@ text are known. OUT_DIR/expected.json holds, from the numpy reference
 BertModel) the mean-pooled, L2-normalised embeddings of two texts of
 different lengths (padded as the pipeline pads them), and for `fill-mask`
 (bert-base, BertForMaskedLM) the top-5 token ids and softmax scores at the
-mask. check_pipelines.mjs runs the pipelines on archc's folders.
+mask, and for `text2text-generation` (t5-base), `translation` (marian-base)
+and `summarization` (bart-base) the fixture's Hugging Face greedy ids as
+text, through a word-level tokenizer of the same kind (seq2seq_case).
+check_pipelines.mjs runs the pipelines on archc's folders.
 """
 import json
 import os
@@ -65,6 +68,47 @@ def tokenizer_files(folder, vocab_size):
     return vocab
 
 
+def seq2seq_case(case, folder):
+    """An encoder-decoder fixture with a word-level tokenizer whose tokens
+    are the config's special tokens (by id) and w<id> for every other id: the
+    text of row 0's input ids tokenizes back to them (the specials are added
+    tokens), and the greedy ids Hugging Face generated decode to a known
+    text (specials skipped)."""
+    os.makedirs(folder)
+    for name in ("config.json", "model.safetensors", "generation_config.json"):
+        shutil.copy(os.path.join(case, name), folder)
+    with open(os.path.join(case, "config.json")) as f:
+        cfg = json.load(f)
+    specials = {}
+    for key, text in (("pad_token_id", "<pad>"), ("eos_token_id", "</s>"), ("bos_token_id", "<s>")):
+        if isinstance(cfg.get(key), int) and cfg[key] not in specials:
+            specials[cfg[key]] = text
+    vocab = {specials.get(i, f"w{i}"): i for i in range(cfg["vocab_size"])}
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, t in sorted(specials.items())]
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+           "normalizer": None, "pre_tokenizer": {"type": "WhitespaceSplit"},
+           "post_processor": None, "decoder": None,
+           "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<pad>"}}
+    with open(os.path.join(folder, "tokenizer.json"), "w") as f:
+        json.dump(tok, f)
+    names = {"pad_token_id": "pad_token", "eos_token_id": "eos_token", "bos_token_id": "bos_token"}
+    tcfg = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 64}
+    for key, name in names.items():
+        if isinstance(cfg.get(key), int):
+            tcfg[name] = specials[cfg[key]]
+    with open(os.path.join(folder, "tokenizer_config.json"), "w") as f:
+        json.dump(tcfg, f)
+    E, _ = read_safetensors(os.path.join(case, "expected.safetensors"))
+    row = [int(i) for i in E["input_ids"][0]]
+    greedy = [int(i) for i in E["greedy_ids"][0]]
+    inv = {i: t for t, i in vocab.items()}
+    text = " ".join(inv[i] for i in row)
+    generated = " ".join(inv[i] for i in greedy[1:] if i not in specials)
+    return {"case": os.path.basename(case), "text": text, "input_ids": row,
+            "max_new_tokens": len(greedy) - 1, "generated_text": generated}
+
+
 def ids_of(text, vocab):
     return [vocab["[CLS]"]] + [vocab[w] for w in text.split()] + [vocab["[SEP]"]]
 
@@ -113,6 +157,11 @@ def main():
     expected["fill-mask"] = {"text": MASK_TEXT, "input_ids": row, "top_ids": top[:5].tolist(),
                              "top_scores": p[top[:5]].tolist(),
                              "min_gap": float(min(p[top[i]] - p[top[i + 1]] for i in range(5)))}
+    # text2text-generation (T5, BART) and translation (Marian): Hugging
+    # Face's own greedy ids of the fixture, as text.
+    for task, case in (("text2text-generation", "t5-base"), ("translation", "marian-base"),
+                       ("summarization", "bart-base")):
+        expected[task] = seq2seq_case(os.path.join(shared, case), os.path.join(out, task))
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
     return 0
