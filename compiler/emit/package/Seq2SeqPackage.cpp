@@ -85,63 +85,6 @@ void addSeq2SeqClientFields(nlohmann::json &config, const ir::Module &decoder) {
         config[key] = *v;
 }
 
-nlohmann::ordered_json makeWhisperGenaiConfig(
-    const ir::Module &encoder, const ir::Module &decoder,
-    const std::string &encoderFile, const std::string &decoderFile,
-    const nlohmann::json &config, const nlohmann::json &generation) {
-  using nlohmann::ordered_json;
-  ordered_json root =
-      makeGenaiConfig(decoder, config, &generation, decoderFile, true);
-  ordered_json &model = root["model"];
-  ordered_json &dec = model["decoder"];
-  int64_t layers = bound(decoder, "decoder_layers").value_or(0);
-  dec["num_hidden_layers"] = layers;
-  // onnxruntime-genai's Whisper decoder: ids, the encoder output, the self
-  // and cross caches by template (config.cpp's DecoderInputs keys).
-  dec["inputs"] = {
-      {"input_ids", "input_ids"},
-      {"encoder_hidden_states", "encoder_hidden_states"},
-      {"past_key_names", "past_key_values.%d.decoder.key"},
-      {"past_value_names", "past_key_values.%d.decoder.value"},
-      {"cross_past_key_names", "past_key_values.%d.encoder.key"},
-      {"cross_past_value_names", "past_key_values.%d.encoder.value"}};
-  dec["outputs"] = {{"logits", "logits"},
-                    {"present_key_names", "present.%d.decoder.key"},
-                    {"present_value_names", "present.%d.decoder.value"}};
-  // The encoder: log-mel features in, hidden states out.
-  int64_t d = bound(encoder, "d_model").value_or(0);
-  int64_t heads = bound(encoder, "encoder_attention_heads").value_or(0);
-  ordered_json enc;
-  enc["session_options"] = dec["session_options"];
-  enc["filename"] = encoderFile;
-  enc["head_size"] = heads ? d / heads : 0;
-  enc["hidden_size"] = d;
-  enc["inputs"] = {{"audio_features", "input_features"}};
-  enc["outputs"] = {{"encoder_hidden_states", "last_hidden_state"}};
-  enc["num_attention_heads"] = heads;
-  enc["num_hidden_layers"] = bound(encoder, "encoder_layers").value_or(0);
-  enc["num_key_value_heads"] = heads;
-  ordered_json ordered;
-  for (auto it = model.begin(); it != model.end(); ++it) {
-    if (it.key() == "decoder") {
-      ordered["decoder"] = *it;
-      ordered["encoder"] = enc;
-    } else {
-      ordered[it.key()] = *it;
-    }
-  }
-  auto start = generation.find("decoder_start_token_id");
-  if (start != generation.end() && !start->is_null())
-    ordered["decoder_start_token_id"] = *start;
-  if (auto ctx = bound(decoder, "max_target_positions")) {
-    ordered["context_length"] = *ctx;
-    root["search"]["max_length"] = *ctx;
-  }
-  ordered["type"] = "whisper";
-  root["model"] = ordered;
-  return root;
-}
-
 bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
                         const OnnxEmitOptions &opts, DiagnosticEngine &diags,
                         std::ostream &textOut) {
@@ -308,20 +251,22 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
                    diags))
       return false;
   }
-  // onnxruntime-genai runs Whisper among the encoder-decoders.
+  // onnxruntime-genai runs Whisper only, and from another pair of graphs:
+  // an encoder that also outputs every layer's cross-attention keys and
+  // values, and a decoder fed them (no encoder_hidden_states, no
+  // use_cache_branch). This package is transformers.js' and Optimum's.
   std::string type = config.value("model_type", "");
-  if (opts.genaiConfig && type == "whisper") {
-    nlohmann::ordered_json genai = makeWhisperGenaiConfig(
-        *graphNamed(graphs, "encoder"), decoder, files["encoder"],
-        files["decoder"], config, generation);
-    if (!writeText(set, "genai_config.json", genai.dump(4) + "\n", diags))
-      return false;
-  } else if (opts.genaiConfig) {
-    diags.report(Severity::Note, SourceRange(),
-                 "genai_config.json not written: onnxruntime-genai runs "
-                 "Whisper among the encoder-decoders, not '" +
-                     type + "'");
-  }
+  if (opts.genaiConfig)
+    diags.report(
+        Severity::Note, SourceRange(),
+        type == "whisper"
+            ? std::string("genai_config.json not written: onnxruntime-genai's "
+                          "Whisper takes an encoder that outputs the "
+                          "cross-attention cache and a decoder fed it, not "
+                          "this package's merged decoder")
+            : "genai_config.json not written: onnxruntime-genai "
+              "runs Whisper among the encoder-decoders, not '" +
+                  type + "'");
   if (!opts.inputDir.empty()) {
     std::vector<std::string> copy = tokenizerFileNames();
     for (const std::string &n : processorFiles())

@@ -9,8 +9,7 @@
 // variants under transformers.js's suffixes (_fp16, _q4, _q4f16, _int8),
 // config.json with the fields transformers.js names the cache from,
 // generation_config.json, the tokenizer and the feature extractor's
-// preprocessor_config.json, and for Whisper a genai_config.json of
-// onnxruntime-genai's Whisper schema.
+// preprocessor_config.json.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_EMIT_SEQ2SEQPACKAGE_H
@@ -43,16 +42,6 @@ std::string seq2seqModelFile(const std::string &stem, ir::DType dtype,
 /// d_model) where config.json lacks them, from the values the decoder
 /// graph bound.
 void addSeq2SeqClientFields(nlohmann::json &config, const ir::Module &decoder);
-
-/// genai_config.json of a Whisper package in onnxruntime-genai's schema
-/// (model.type "whisper", encoder and decoder sections naming the two
-/// files and their I/O).
-nlohmann::ordered_json makeWhisperGenaiConfig(const ir::Module &encoder,
-                                              const ir::Module &decoder,
-                                              const std::string &encoderFile,
-                                              const std::string &decoderFile,
-                                              const nlohmann::json &config,
-                                              const nlohmann::json &generation);
 
 } // namespace archc
 
