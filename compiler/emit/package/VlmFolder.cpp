@@ -12,6 +12,7 @@
 
 #include "emit/package/ModelFolder.h"
 
+#include <algorithm>
 #include <set>
 
 namespace archc {
@@ -78,14 +79,65 @@ bool giveZeroRowDefault(onnx::GraphProto &graph, const std::string &name) {
   return false;
 }
 
+namespace {
+/// Renames every read of `from` to `to` in the graph's nodes and in the
+/// subgraphs of their attributes (which read outer values by name).
+void renameReads(onnx::GraphProto &graph, const std::string &from,
+                 const std::string &to) {
+  for (onnx::NodeProto &n : *graph.mutable_node()) {
+    for (std::string &in : *n.mutable_input())
+      if (in == from)
+        in = to;
+    for (onnx::AttributeProto &a : *n.mutable_attribute()) {
+      if (a.has_g())
+        renameReads(*a.mutable_g(), from, to);
+      for (onnx::GraphProto &g : *a.mutable_graphs())
+        renameReads(g, from, to);
+    }
+  }
+}
+} // namespace
+
+std::vector<std::string> takeFloat32Inputs(onnx::GraphProto &graph) {
+  std::vector<std::string> changed;
+  for (onnx::ValueInfoProto &in : *graph.mutable_input()) {
+    if (!in.type().has_tensor_type())
+      continue;
+    int32_t type = in.type().tensor_type().elem_type();
+    if (type != onnx::TensorProto_DataType_FLOAT16 &&
+        type != onnx::TensorProto_DataType_BFLOAT16)
+      continue;
+    std::string half =
+        in.name() + "_" +
+        (type == onnx::TensorProto_DataType_FLOAT16 ? "fp16" : "bf16");
+    renameReads(graph, in.name(), half);
+    in.mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto_DataType_FLOAT);
+    onnx::NodeProto *cast = graph.add_node();
+    cast->set_op_type("Cast");
+    cast->set_name(half);
+    cast->add_input(in.name());
+    cast->add_output(half);
+    onnx::AttributeProto *to = cast->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(type);
+    // First in the node list (topological order).
+    auto *nodes = graph.mutable_node();
+    std::rotate(nodes->begin(), nodes->end() - 1, nodes->end());
+    changed.push_back(in.name());
+  }
+  return changed;
+}
+
 std::vector<std::string>
 transformersJsUnfedDecoderInputs(const ir::Module &decoder) {
   // generic_text_to_text_forward -> decoder_forward: inputs_embeds,
   // attention_mask, position_ids and the cache, picked by the session's
   // input names (use_cache_branch and num_logits_to_keep where declared).
-  static const std::set<std::string> fed = {
-      "inputs_embeds", "attention_mask", "position_ids", "use_cache_branch",
-      "num_logits_to_keep"};
+  static const std::set<std::string> fed = {"inputs_embeds", "attention_mask",
+                                            "position_ids", "use_cache_branch",
+                                            "num_logits_to_keep"};
   std::vector<std::string> unfed;
   for (const auto &a : decoder.graph.body.getArguments())
     if (!fed.count(a->name) && a->name.rfind("past_key_values.", 0) != 0)

@@ -53,6 +53,13 @@ void setSessionDtypes(nlohmann::json &config, const nlohmann::json &previous,
 /// constant.
 bool giveZeroRowDefault(onnx::GraphProto &graph, const std::string &name);
 
+/// Makes every half-precision (float16 / bfloat16) input of the graph a
+/// float32 input cast to its type first: a half-precision vision encoder
+/// takes the pixel values image processors give (float32:
+/// transformers.js's, Hugging Face's) and passes no conversion to its
+/// caller. Returns the inputs changed.
+std::vector<std::string> takeFloat32Inputs(onnx::GraphProto &graph);
+
 /// The decoder inputs transformers.js 4.3.1's image-text-to-text forward
 /// never feeds: it passes decoder_model_merged only inputs_embeds,
 /// attention_mask, position_ids and the past_key_values.* cache (Gemma 3's

@@ -294,6 +294,10 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
         return false;
       chunks[file] = static_cast<unsigned>(data.files().size());
     }
+    // Image processors give float32 pixel values, also to a half-precision
+    // vision encoder.
+    if (l.name == "vision_encoder")
+      takeFloat32Inputs(*l.model.mutable_graph());
     // transformers.js calls embed_tokens with input_ids alone and merges
     // the image features itself; onnxruntime-genai feeds them.
     if (l.name == "embedding" &&

@@ -175,8 +175,11 @@ class VlmPackage {
     for (const m of this.vision.inputMetadata) {
       const t = inputs[m.name];
       if (!t) throw new Error(`vision encoder input ${m.name} not given`);
+      // Pixel values in the input's own type (float32 also in a float16
+      // package: the vision encoder takes what image processors give).
       feeds[m.name] = m.type === 'int64' ? new ort.Tensor('int64', t.data, t.shape)
-        : this.floatTensor(t.data, t.shape);
+        : m.type === 'float16' ? new ort.Tensor('float16', floatToHalf(t.data), t.shape)
+          : new ort.Tensor(m.type, Float32Array.from(t.data), t.shape);
     }
     return this.vision.run(feeds);
   }
