@@ -130,6 +130,22 @@ std::vector<std::string> takeFloat32Inputs(onnx::GraphProto &graph) {
   return changed;
 }
 
+bool adaptForClients(const std::string &graph, onnx::GraphProto &g,
+                     DiagnosticEngine &diags) {
+  // Image processors give float32 pixel values, also to a half-precision
+  // vision encoder.
+  if (graph == "vision_encoder")
+    takeFloat32Inputs(g);
+  // transformers.js calls embed_tokens with input_ids alone and merges the
+  // image features itself; onnxruntime-genai feeds them.
+  if (graph == "embedding" && !giveZeroRowDefault(g, "image_features")) {
+    diags.error(SourceRange(), "internal error: the embedding graph has no "
+                               "image_features input of constant width");
+    return false;
+  }
+  return true;
+}
+
 std::vector<std::string>
 transformersJsUnfedDecoderInputs(const ir::Module &decoder) {
   // generic_text_to_text_forward -> decoder_forward: inputs_embeds,

@@ -14,6 +14,7 @@
 #define ARCHC_EMIT_VLMFOLDER_H
 
 #include "ir/IR.h"
+#include "support/Diagnostics.h"
 
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
@@ -59,6 +60,14 @@ bool giveZeroRowDefault(onnx::GraphProto &graph, const std::string &name);
 /// transformers.js's, Hugging Face's) and passes no conversion to its
 /// caller. Returns the inputs changed.
 std::vector<std::string> takeFloat32Inputs(onnx::GraphProto &graph);
+
+/// The client contracts of the package graph `graph` once its weights are
+/// placed: the vision encoder takes float32 inputs (takeFloat32Inputs),
+/// the embedding's image_features get their zero-row default
+/// (giveZeroRowDefault). An embedding without that input is an internal
+/// error, reported.
+bool adaptForClients(const std::string &graph, onnx::GraphProto &g,
+                     DiagnosticEngine &diags);
 
 /// The decoder inputs transformers.js 4.3.1's image-text-to-text forward
 /// never feeds: it passes decoder_model_merged only inputs_embeds,

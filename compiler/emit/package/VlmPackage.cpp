@@ -252,6 +252,7 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
         WeightStats stats;
         fine = l.plan->writeExternal(*l.model.mutable_graph(), data, diags,
                                      stats) &&
+               adaptForClients(l.name, *l.model.mutable_graph(), diags) &&
                checkModel(scratch.stagingDirectory(), l.model, diags);
       }
       scratch.discard();
@@ -294,19 +295,8 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
         return false;
       chunks[file] = static_cast<unsigned>(data.files().size());
     }
-    // Image processors give float32 pixel values, also to a half-precision
-    // vision encoder.
-    if (l.name == "vision_encoder")
-      takeFloat32Inputs(*l.model.mutable_graph());
-    // transformers.js calls embed_tokens with input_ids alone and merges
-    // the image features itself; onnxruntime-genai feeds them.
-    if (l.name == "embedding" &&
-        !giveZeroRowDefault(*l.model.mutable_graph(), "image_features")) {
-      diags.error(SourceRange(),
-                  "internal error: the embedding graph has no image_features "
-                  "input of constant width");
+    if (!adaptForClients(l.name, *l.model.mutable_graph(), diags))
       return false;
-    }
     fs::path stagedDir = fs::path(set.stagingDirectory()) / "onnx";
     if (!checkModel(stagedDir.string(), l.model, diags) ||
         !writeProto(l.model, set.stage(rel), set.finalPath(rel), diags))
