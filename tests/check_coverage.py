@@ -8,7 +8,7 @@ SHARED/hf-golden: ort.<case>, ort.target-ort.<case>, f16.<case>,
 ref.selfcheck.<case>, tjs.<case>, and for one case of each family (the
 architectures[0] class) quant.int4.*, quant.int8.* and f16-ort.*; for every
 case of SHARED/hf-golden-vlm: vlm.<case>, vlm-f16.<case>,
-ref.selfcheck.vlm.<case>; for every case of SHARED/hf-golden-encdec:
+ref.selfcheck.vlm.<case>, tjs.vlm.<case>; for every case of SHARED/hf-golden-encdec:
 encdec.<case>, encdec-f16.<case>, ref.selfcheck.encdec.<case>,
 tjs.encdec.<case>; for every case of SHARED/prequant: prequant.<case>.
 tests/exclusions.txt may exclude a kind for a case
@@ -30,7 +30,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PER_CASE = {
     "hf-golden": ["ort.{}", "ort.target-ort.{}", "f16.{}", "ref.selfcheck.{}",
                   "tjs.{}"],
-    "hf-golden-vlm": ["vlm.{}", "vlm-f16.{}", "ref.selfcheck.vlm.{}"],
+    "hf-golden-vlm": ["vlm.{}", "vlm-f16.{}", "ref.selfcheck.vlm.{}",
+                      "tjs.vlm.{}"],
     "hf-golden-encdec": ["encdec.{}", "encdec-f16.{}", "ref.selfcheck.encdec.{}",
                          "tjs.encdec.{}"],
     "prequant": ["prequant.{}"],

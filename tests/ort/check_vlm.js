@@ -123,7 +123,7 @@ async function main() {
     console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${half ? ' f16' : ''} ${label}: max|diff| = ${diff.toExponential(3)} (tol ${t.toExponential(3)})`);
     if (!ok) failures.push(label);
   };
-  const pkg = await VlmPackage.load(pkgDir);
+  const pkg = await VlmPackage.load(pkgDir, half ? '_fp16' : '');
 
   // (w) -emit=weights lists exactly the checkpoint's tensors (vision,
   // projector, text; names, shapes).

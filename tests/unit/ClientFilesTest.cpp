@@ -3,7 +3,7 @@
 // Unit tests of the files clients read: external data names and chunking,
 // transformers.js's I/O names, model-folder config files, genai_config.json
 // (checked against onnxruntime-genai's examples in ../shared/reference),
-// and the bundled-family suggestions.
+// the files of a vision-language folder, and the bundled-family suggestions.
 //
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
@@ -13,6 +13,7 @@
 #include "emit/package/GenaiConfig.h"
 #include "emit/package/ModelFolder.h"
 #include "emit/package/OnnxEmitter.h"
+#include "emit/package/VlmFolder.h"
 #include "emit/weights/ExternalData.h"
 
 #include <gtest/gtest.h>
@@ -662,4 +663,84 @@ TEST(ArchCatalog, ClosestNames) {
   EXPECT_EQ(closestNames("qwen3forcausallm", known)[0], "Qwen3ForCausalLM");
   EXPECT_TRUE(closestNames("FooForCausalLM", known).empty());
   EXPECT_LE(closestNames("Phi4ForCausalLM", known).size(), 3u);
+}
+
+namespace {
+const ir::Module *packageGraph(const test::Compiled &c,
+                               const std::string &name) {
+  for (const NamedGraph &g : c.c->graphs)
+    if (g.name == name)
+      return g.module.get();
+  return nullptr;
+}
+} // namespace
+
+TEST(VlmFolder, TransformersJsSessionFiles) {
+  // transformers.js 4.3.1's image-text-to-text session names, with the
+  // dtype suffixes of its text folders.
+  EXPECT_EQ(vlmModelFile("vision_encoder", ir::DType::F32),
+            "vision_encoder.onnx");
+  EXPECT_EQ(vlmModelFile("embedding", ir::DType::F16),
+            "embed_tokens_fp16.onnx");
+  EXPECT_EQ(vlmModelFile("decoder", ir::DType::F32),
+            "decoder_model_merged.onnx");
+  nlohmann::json config = {{"model_type", "llava"}};
+  setSessionDtypes(config, nullptr, "fp16",
+                   {"vision_encoder", "embedding", "decoder"});
+  EXPECT_EQ(config["transformers.js_config"]["dtype"],
+            nlohmann::json({{"vision_encoder", "fp16"},
+                            {"embed_tokens", "fp16"},
+                            {"decoder_model_merged", "fp16"}}));
+  // A run whose files have no transformers.js dtype keeps the folder's.
+  nlohmann::json bf16 = {{"model_type", "llava"}};
+  setSessionDtypes(bf16, config, "", {"vision_encoder"});
+  EXPECT_EQ(bf16["transformers.js_config"]["dtype"],
+            config["transformers.js_config"]["dtype"]);
+}
+
+TEST(VlmFolder, EmbeddingFeaturesDefaultAndFloat32PixelValues) {
+  onnx::GraphProto g = graphWith({"input_ids", "image_features"}, {"y"});
+  auto *t = g.mutable_input(1)->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto_DataType_FLOAT16);
+  t->mutable_shape()->add_dim()->set_dim_param("num_image_tokens");
+  t->mutable_shape()->add_dim()->set_dim_value(64);
+  ASSERT_TRUE(giveZeroRowDefault(g, "image_features"));
+  ASSERT_EQ(g.initializer_size(), 1);
+  EXPECT_EQ(g.initializer(0).name(), "image_features");
+  EXPECT_EQ(g.initializer(0).data_type(), onnx::TensorProto_DataType_FLOAT16);
+  EXPECT_EQ(std::vector<int64_t>(g.initializer(0).dims().begin(),
+                                 g.initializer(0).dims().end()),
+            (std::vector<int64_t>{0, 64}));
+  EXPECT_FALSE(giveZeroRowDefault(g, "pixel_values"));
+
+  onnx::GraphProto v = graphWith({"pixel_values"}, {"image_features"});
+  v.mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto_DataType_FLOAT16);
+  EXPECT_EQ(takeFloat32Inputs(v), std::vector<std::string>{"pixel_values"});
+  EXPECT_EQ(v.input(0).type().tensor_type().elem_type(),
+            onnx::TensorProto_DataType_FLOAT);
+  // The Cast comes first; the graph reads its output.
+  EXPECT_EQ(v.node(0).op_type(), "Cast");
+  EXPECT_EQ(v.node(0).input(0), "pixel_values");
+  EXPECT_EQ(v.node(1).input(0), v.node(0).output(0));
+}
+
+TEST(VlmFolder, DecoderInputsTransformersJsDoesNotFeed) {
+  // transformers.js feeds inputs_embeds, attention_mask, position_ids and
+  // the cache: LLaVA's decoder reads nothing else, Gemma 3's also
+  // token_type_ids, Qwen3-VL's the deepstack inputs.
+  auto llava = compileBundled("llava", "tiny/llava.json");
+  ASSERT_TRUE(llava.ok) << llava.diagnostics();
+  EXPECT_TRUE(transformersJsUnfedDecoderInputs(*packageGraph(llava, "decoder"))
+                  .empty());
+  auto gemma =
+      compileBundled("gemma3_multimodal", "tiny/gemma3_multimodal.json");
+  ASSERT_TRUE(gemma.ok) << gemma.diagnostics();
+  EXPECT_EQ(transformersJsUnfedDecoderInputs(*packageGraph(gemma, "decoder")),
+            std::vector<std::string>{"token_type_ids"});
+  auto qwen = compileBundled("qwen3_vl", "tiny/qwen3_vl.json");
+  ASSERT_TRUE(qwen.ok) << qwen.diagnostics();
+  EXPECT_EQ(
+      transformersJsUnfedDecoderInputs(*packageGraph(qwen, "decoder")),
+      (std::vector<std::string>{"visual_pos_masks", "deepstack_features"}));
 }

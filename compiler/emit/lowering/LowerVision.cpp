@@ -6,7 +6,8 @@
 //   equal              Equal
 //   expand             Expand
 //   scatter_rows       NonZero of the mask, ScatterND (with `accumulate`
-//                      the rows GatherND-ed and added first)
+//                      the rows GatherND-ed and added first; without, zero
+//                      rows keep the masked rows)
 //   nonzero_rows       Not(Equal(x, 0)) reduced per row; row 0 when none
 //   select_rows        Compress along axis 0
 //   patch_*            per-patch integer arithmetic on image_grid_thw: the
@@ -162,8 +163,29 @@ bool OnnxLowering::lowerVision(const ir::Op &op) {
     // positions are distinct; ScatterND's reduction="add" has no float16
     // kernel in ONNX Runtime's CPU provider).
     std::string rows = x(2);
-    if (op.attr<bool>("accumulate"))
+    if (op.attr<bool>("accumulate")) {
       rows = b.node("Add", {b.node("GatherND", {x(0), idx}), rows});
+    } else {
+      // Zero rows leave the masked rows as they are (a caller that merges
+      // them itself, transformers.js's embed_tokens call); any other count
+      // must equal the mask's, as ScatterND requires: the rows followed by
+      // the current ones, cut to the row count, or to the mask's when
+      // there are no rows.
+      std::string kept = b.node("GatherND", {x(0), idx});
+      auto count = [&](const std::string &t) {
+        return b.node(
+            "Shape", {t},
+            {OnnxAttr::integer("start", 0), OnnxAttr::integer("end", 1)});
+      };
+      std::string given = count(rows);
+      std::string none = b.node("Cast", {b.node("Equal", {given, b.i64({0})})},
+                                {OnnxAttr::integer("to", kI64)});
+      std::string len =
+          b.node("Add", {given, b.node("Mul", {count(idx), none})});
+      rows = b.node("Slice", {b.node("Concat", {rows, kept},
+                                     {OnnxAttr::integer("axis", 0)}),
+                              b.i64({0}), len, b.i64({0})});
+    }
     def(r, b.node("ScatterND", {x(0), idx, rows}));
     return true;
   }

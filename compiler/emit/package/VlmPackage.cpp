@@ -3,7 +3,8 @@
 // This file implements the emission of a package. Every graph is lowered
 // with its own WeightPlan over one checkpoint (a tensor two graphs read,
 // such as a tied embedding, is written into each graph's data), checked and
-// staged in OUT/<graph>/, and the whole folder is published as one
+// staged in OUT/onnx/ under transformers.js's session name (VlmFolder.h),
+// and the whole folder is published as one
 // OutputSet: nothing of a failed emission is left behind. Checkpoint
 // tensors no graph declares are reported once; declared tensors no graph
 // reads (a CLIP tower's layers past the selected feature layer) are not
@@ -17,6 +18,7 @@
 #include "emit/lowering/OnnxLowering.h"
 #include "emit/package/ModelFolder.h"
 #include "emit/package/OnnxFiles.h"
+#include "emit/package/VlmFolder.h"
 #include "emit/weights/ExternalData.h"
 #include "emit/weights/WeightPlan.h"
 #include "ir/WeightQuant.h"
@@ -250,6 +252,7 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
         WeightStats stats;
         fine = l.plan->writeExternal(*l.model.mutable_graph(), data, diags,
                                      stats) &&
+               adaptForClients(l.name, *l.model.mutable_graph(), diags) &&
                checkModel(scratch.stagingDirectory(), l.model, diags);
       }
       scratch.discard();
@@ -272,32 +275,47 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
     total += l.plan->totalBytes();
   ProgressBar bar("binding weights", total,
                   opts.progress && source != WeightSource::Layout);
+  // One set of files for both clients: transformers.js's image-text-to-text
+  // sessions in OUT/onnx/, which genai_config.json names as well.
   std::map<std::string, std::string> files;
-  std::vector<std::pair<std::string, std::string>> staleRules;
+  std::map<std::string, unsigned> chunks;
   for (Lowered &l : lowered) {
-    std::string file = folderModelFile(l.module->activationDType);
-    std::string rel = l.name + "/" + file;
+    std::string file = vlmModelFile(l.name, l.module->activationDType);
+    std::string rel = "onnx/" + file;
     files[l.name] = rel;
     WeightStats stats;
     if (opts.embedWeights) {
       if (!l.plan->embed(*l.model.mutable_graph(), diags, stats, &bar))
         return false;
+      chunks[file] = 0;
     } else {
-      ExternalDataWriter data(set, l.name, file, opts.dataChunkBytes,
+      ExternalDataWriter data(set, "onnx", file, opts.dataChunkBytes,
                               source == WeightSource::Layout, &bar);
       if (!l.plan->writeExternal(*l.model.mutable_graph(), data, diags, stats))
         return false;
+      chunks[file] = static_cast<unsigned>(data.files().size());
     }
-    fs::path stagedDir = fs::path(set.stagingDirectory()) / l.name;
+    if (!adaptForClients(l.name, *l.model.mutable_graph(), diags))
+      return false;
+    fs::path stagedDir = fs::path(set.stagingDirectory()) / "onnx";
     if (!checkModel(stagedDir.string(), l.model, diags) ||
         !writeProto(l.model, set.stage(rel), set.finalPath(rel), diags))
       return false;
-    staleRules.emplace_back(l.name, file);
   }
 
   // Side files: the input config, generation defaults, genai_config.json,
   // the tokenizer and the image processor's configuration.
-  if (!writeText(set, "config.json", config.dump(2) + "\n", diags))
+  const ir::Module &decoder = *graphNamed(graphs, "decoder");
+  std::string tjsDtype = transformersJsDtype(decoder.activationDType);
+  nlohmann::json previous = readJsonIfPresent(outDir / "config.json", false);
+  nlohmann::json outConfig =
+      outputConfig(config, decoder, chunks,
+                   previous.is_object() ? &previous : nullptr, tjsDtype);
+  std::vector<std::string> graphNames;
+  for (const Lowered &l : lowered)
+    graphNames.push_back(l.name);
+  setSessionDtypes(outConfig, previous, tjsDtype, graphNames);
+  if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
     return false;
   // generation_config.json: the input's byte for byte, derived from the
   // config only when the input folder has none.
@@ -339,45 +357,76 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
       if (copySideFile(set, opts.inputDir, name, diags) == SideFileCopy::Failed)
         return false;
   }
-  // Earlier data files of these graphs that this emission does not write.
-  for (const auto &[dir, file] : staleRules)
-    set.removeStale({dir}, [file = file](const std::string &rel) {
+  // Earlier data files of these model files that this emission does not
+  // write.
+  for (const auto &[file, n] : chunks)
+    set.removeStale({"onnx"}, [file = file](const std::string &rel) {
       return isExternalDataOf(file, fs::path(rel).filename().string());
     });
+  // What transformers.js's image-text-to-text forward cannot feed this
+  // decoder, said before the folder is used.
+  std::vector<std::string> unfed = transformersJsUnfedDecoderInputs(decoder);
+  std::string arch = "its image-text-to-text class";
+  auto archs = config.find("architectures");
+  if (archs != config.end() && archs->is_array() && !archs->empty() &&
+      archs->front().is_string())
+    arch = "its " + archs->front().get<std::string>();
+  if (!unfed.empty()) {
+    std::string names;
+    for (const std::string &n : unfed)
+      names += (names.empty() ? "" : ", ") + n;
+    diags.report(Severity::Note, SourceRange(),
+                 fmt::format("{}: transformers.js cannot run this model ({} "
+                             "feeds decoder_model_merged only inputs_embeds, "
+                             "attention_mask, position_ids and the "
+                             "past_key_values cache; this decoder also reads "
+                             "{})",
+                             outDir.string(), arch, names));
+  }
   if (!set.publish(diags))
     return false;
-  // transformers.js 4.3.1 loads vision-language models from another layout
-  // (AutoModelForImageTextToText: onnx/vision_encoder*.onnx,
-  // onnx/embed_tokens*.onnx, onnx/decoder_model_merged*.onnx): said, not
-  // left for the user to find out.
-  diags.report(Severity::Note, SourceRange(),
-               fmt::format("{}: transformers.js cannot load this package "
-                           "(its image-text-to-text classes read "
-                           "onnx/vision_encoder*.onnx, onnx/embed_tokens*.onnx "
-                           "and onnx/decoder_model_merged*.onnx; this is "
-                           "onnxruntime-genai's layout)",
-                           outDir.string()));
   std::error_code ec;
   if (!fs::is_regular_file(outDir / "tokenizer.json", ec) &&
       !fs::is_regular_file(outDir / "tokenizer.model", ec))
     diags.warning(SourceRange(),
                   fmt::format("'{}' has no tokenizer (tokenizer.json): "
-                              "onnxruntime-genai needs one; give the model's "
+                              "transformers.js processors and "
+                              "onnxruntime-genai need one; give the model's "
                               "folder as the input, or copy its tokenizer "
                               "files into '{}'",
                               outDir.string(), outDir.string()));
   diags.flush();
   if (opts.summary) {
+    // The graphs in data-flow order, each with its data files.
     std::string list;
-    for (const auto &[name, rel] : files)
+    for (const Lowered &l : lowered) {
+      const std::string &rel = files[l.name];
+      unsigned n = chunks[fs::path(rel).filename().string()];
       list += (list.empty() ? "" : ", ") + rel;
+      if (n)
+        list +=
+            fmt::format(" (+ {} external data file{})", n, n == 1 ? "" : "s");
+    }
+    std::string dir = outDir.string();
     fmt::print(stderr,
-               "archc: wrote vision-language package '{}': {} (each "
-               "with its external data), config.json, ...\n",
-               outDir.string(), list);
+               "archc: wrote vision-language model folder '{}': {}, "
+               "config.json, ...\n",
+               dir, list);
+    if (!unfed.empty())
+      fmt::print(stderr, "  transformers.js:   cannot run it (see the note "
+                         "above)\n");
+    else if (tjsDtype.empty())
+      fmt::print(stderr,
+                 "  transformers.js:   has no dtype for these files; the "
+                 "folder's default is config.json's "
+                 "transformers.js_config.dtype\n");
+    else
+      fmt::print(stderr,
+                 "  transformers.js:   await AutoModelForImageTextToText."
+                 "from_pretrained('{}')  // config.json's dtype '{}'\n",
+                 dir, tjsDtype);
     if (wroteGenai)
-      fmt::print(stderr, "  onnxruntime-genai: og.Model('{}')\n",
-                 outDir.string());
+      fmt::print(stderr, "  onnxruntime-genai: og.Model('{}')\n", dir);
   }
   return true;
 }

@@ -2,10 +2,12 @@
 //
 // This file declares the emission of a package: the named graphs of an
 // arch (a vision-language model's vision_encoder, embedding and decoder),
-// each lowered and checked as its own ONNX model in OUT/<graph>/ with its
-// external data, published together with genai_config.json (its vision and
-// embedding sections), config.json, generation_config.json, the tokenizer
-// and the image processor's configuration, in one OutputSet.
+// each lowered and checked as its own ONNX model in OUT/onnx/ (under
+// transformers.js's session names: vision_encoder.onnx, embed_tokens.onnx,
+// decoder_model_merged.onnx) with its external data, published together with
+// genai_config.json (its vision and embedding sections), config.json,
+// generation_config.json, the tokenizer and the image processor's
+// configuration, in one OutputSet.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_EMIT_VLMPACKAGE_H

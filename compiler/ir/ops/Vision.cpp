@@ -6,7 +6,8 @@
 //   equal              elementwise ==, a bool mask (image-token positions)
 //   expand             broadcast to a shape (class embeddings)
 //   scatter_rows       rows written (or added) at a mask's positions (image
-//                      features into the text embedding, deepstack)
+//                      features into the text embedding, deepstack); zero
+//                      rows written leave x as it is
 //   nonzero_rows       which images hold any nonzero value (padding images)
 //   select_rows        the rows a mask keeps (a data-dependent count)
 //   patch_coords       (row, col) of every patch of flattened-patch inputs
@@ -359,8 +360,9 @@ void addVisionSchemas(SchemaList &out) {
                     "mask (over x's leading axes) is true, in row-major order "
                     "(Hugging Face's masked_scatter of image features); with "
                     "`accumulate` the rows are added (deepstack). The mask "
-                    "must select exactly n positions (zero rows: x "
-                    "unchanged).")
+                    "must select exactly n positions, except that zero rows "
+                    "written leave x unchanged whatever it selects (a "
+                    "caller that merges the rows itself).")
           .language()
           .operand("x", "[..., d]")
           .operand("mask", "bool [...]: x's leading axes")

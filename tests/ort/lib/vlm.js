@@ -1,5 +1,6 @@
-// Drives an archc-emitted vision-language package (OUT/vision_encoder,
-// OUT/embedding, OUT/decoder) in ONNX Runtime as a runtime would: the
+// Drives an archc-emitted vision-language package (OUT/onnx/vision_encoder,
+// embed_tokens, decoder_model_merged) in ONNX Runtime as onnxruntime-genai
+// would: the
 // vision encoder turns pixel values into image features (and deepstack
 // features), the embedding merges them into the token embeddings, the
 // decoder runs with its KV cache (past_key_values.* fed from present.*).
@@ -62,19 +63,97 @@ function values(t) {
 const i64 = (arr, dims) => new ort.Tensor('int64', BigInt64Array.from(arr.map(BigInt)), dims);
 const bool = (arr, dims) => new ort.Tensor('bool', Uint8Array.from(arr.map((v) => (v ? 1 : 0))), dims);
 
+/// Reads a protobuf varint at `pos`: [value, next position].
+function varint(buf, pos) {
+  let v = 0, shift = 0, b;
+  do {
+    b = buf[pos++];
+    v += (b & 0x7f) * 2 ** shift;
+    shift += 7;
+  } while (b & 0x80);
+  return [v, pos];
+}
+function encodeVarint(v) {
+  const out = [];
+  do {
+    let b = v % 128;
+    v = Math.floor(v / 128);
+    if (v) b |= 0x80;
+    out.push(b);
+  } while (v);
+  return Buffer.from(out);
+}
+/// The fields of a protobuf message: {field, wire, start, end, body}.
+function fields(buf) {
+  const out = [];
+  for (let pos = 0; pos < buf.length;) {
+    const start = pos;
+    let key;
+    [key, pos] = varint(buf, pos);
+    const field = Math.floor(key / 8), wire = key & 7;
+    let body = null;
+    if (wire === 0) [, pos] = varint(buf, pos);
+    else if (wire === 1) pos += 8;
+    else if (wire === 5) pos += 4;
+    else if (wire === 2) {
+      let n;
+      [n, pos] = varint(buf, pos);
+      body = buf.subarray(pos, pos + n);
+      pos += n;
+    } else throw new Error(`protobuf wire type ${wire}`);
+    out.push({ field, wire, start, end: pos, body });
+  }
+  return out;
+}
+/// The model without the initializer `name` (ModelProto.graph = 7,
+/// GraphProto.initializer = 5, TensorProto.name = 8): a graph input with a
+/// default becomes a plain input.
+function withoutInitializer(model, name) {
+  const parts = [];
+  for (const f of fields(model)) {
+    if (f.field !== 7 || f.wire !== 2) { parts.push(model.subarray(f.start, f.end)); continue; }
+    const graph = [];
+    for (const g of fields(f.body)) {
+      const named = g.field === 5 && g.wire === 2 && fields(g.body).some((t) =>
+        t.field === 8 && t.wire === 2 && t.body.toString('utf8') === name);
+      if (!named) graph.push(f.body.subarray(g.start, g.end));
+    }
+    const body = Buffer.concat(graph);
+    parts.push(encodeVarint(7 * 8 + 2), encodeVarint(body.length), body);
+  }
+  return Buffer.concat(parts);
+}
+
 class VlmPackage {
-  static async load(dir) {
+  /// The package of a model folder: OUT/onnx/vision_encoder*.onnx,
+  /// embed_tokens*.onnx and decoder_model_merged*.onnx (the files
+  /// genai_config.json names; `suffix` '' or '_fp16').
+  static async load(dir, suffix = '') {
     const p = new VlmPackage();
     const opts = { graphOptimizationLevel: process.env.ARCHC_ORT_OPT || 'all', intraOpNumThreads: 1 };
-    const file = (g) => {
-      const d = path.join(dir, g);
-      const f = fs.readdirSync(d).find((n) => n.endsWith('.onnx'));
-      return path.join(d, f);
-    };
-    p.vision = await ort.InferenceSession.create(file('vision_encoder'), opts);
-    p.embedding = await ort.InferenceSession.create(file('embedding'), opts);
-    p.decoder = await ort.InferenceSession.create(file('decoder'), opts);
     p.genai = JSON.parse(fs.readFileSync(path.join(dir, 'genai_config.json'), 'utf8'));
+    const file = (session) => path.join(dir, 'onnx', `${session}${suffix}.onnx`);
+    const genaiFile = (section) => path.join(dir, p.genai.model[section].filename);
+    // genai_config.json names the same files.
+    for (const [section, session] of [['vision', 'vision_encoder'], ['embedding', 'embed_tokens'],
+      ['decoder', 'decoder_model_merged']])
+      if (path.resolve(genaiFile(section)) !== path.resolve(file(session)))
+        throw new Error(`genai_config.json's ${section} is ${genaiFile(section)}, not ${file(session)}`);
+    p.vision = await ort.InferenceSession.create(file('vision_encoder'), opts);
+    // onnxruntime-genai feeds the embedding's image_features by name (the
+    // C API accepts an input that has a default); onnxruntime-node passes
+    // only the inputs a session lists, so the default is removed here and
+    // the features fed as genai feeds them. The model's external data is
+    // resolved from its folder.
+    const embedBytes = withoutInitializer(fs.readFileSync(file('embed_tokens')), 'image_features');
+    const cwd = process.cwd();
+    process.chdir(path.join(dir, 'onnx'));
+    try {
+      p.embedding = await ort.InferenceSession.create(embedBytes, opts);
+    } finally {
+      process.chdir(cwd);
+    }
+    p.decoder = await ort.InferenceSession.create(file('decoder_model_merged'), opts);
     const dec = p.decoder.inputMetadata;
     p.stateInputs = dec.filter((m) => m.name.startsWith('past_key_values.'));
     p.decoderInputs = new Map(dec.map((m) => [m.name, m]));
@@ -96,8 +175,11 @@ class VlmPackage {
     for (const m of this.vision.inputMetadata) {
       const t = inputs[m.name];
       if (!t) throw new Error(`vision encoder input ${m.name} not given`);
+      // Pixel values in the input's own type (float32 also in a float16
+      // package: the vision encoder takes what image processors give).
       feeds[m.name] = m.type === 'int64' ? new ort.Tensor('int64', t.data, t.shape)
-        : this.floatTensor(t.data, t.shape);
+        : m.type === 'float16' ? new ort.Tensor('float16', floatToHalf(t.data), t.shape)
+          : new ort.Tensor(m.type, Float32Array.from(t.data), t.shape);
     }
     return this.vision.run(feeds);
   }
