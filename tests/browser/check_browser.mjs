@@ -12,7 +12,8 @@
 // model alone, and one with the float model beside it, which the browser's
 // default device loads instead: config.json's
 // transformers.js_config.device_config.wasm.dtype), a mixture of experts
-// (qwen3_moe) and a hybrid (lfm2: short convolutions and attention). What
+// (qwen3_moe), a hybrid (lfm2: short convolutions and attention) and a
+// vision-language model (llava). What
 // each must reproduce:
 //   - float32: Hugging Face's greedy ids (the fixture's expected.safetensors);
 //   - float16: those of the numpy reference over the float16-rounded
@@ -22,9 +23,9 @@
 //   - int4: those of the numpy reference over the weights as the folder
 //     stores them (tests/quant/run_quant_case.py --folder, which also checks
 //     the folder in ONNX Runtime), up to its first end-of-sequence token.
-// A vision-language folder is one more entry: cls
-// AutoModelForImageTextToText and pixel_values among the inputs (page.mjs
-// passes any inputs through).
+// A vision-language model (llava, ../shared/hf-golden-vlm): cls
+// AutoModelForImageTextToText, row 0's pixel values among the inputs
+// (page.mjs passes any inputs through), Hugging Face's greedy ids.
 //
 // Usage: check_browser.mjs --archc BIN --python PY --node NODE --shared DIR --work DIR
 //                          [--chromium /usr/bin/chromium] [--timeout S] [--only NAME,...]
@@ -52,6 +53,10 @@ const CASES = [
     dtype: 'q4', wasm: 'fp32' },
   { name: 'qwen3_moe-f32', fixture: 'qwen3_moe-base', opts: [], expect: 'hf', dtype: 'fp32' },
   { name: 'lfm2-f32', fixture: 'lfm2-base', opts: [], expect: 'hf', dtype: 'fp32' },
+  // A vision-language model from ../shared/hf-golden-vlm: row 0's image
+  // tokens and pixel values through AutoModelForImageTextToText.
+  { name: 'llava-f32', fixture: 'llava-base', set: 'hf-golden-vlm', cls: 'AutoModelForImageTextToText',
+    opts: [], expect: 'hf', dtype: 'fp32' },
 ];
 
 function parseArgs() {
@@ -101,7 +106,7 @@ function architectureOf(dir) {
 // Builds the folder of one case under WORK/models/NAME and returns what the
 // page must reproduce: { prompt, want, required (tokens compared), note }.
 function prepare(a, c) {
-  const caseDir = path.join(a.shared, c.fixture);
+  const caseDir = c.set ? path.join(a.shared, '..', c.set, c.fixture) : path.join(a.shared, c.fixture);
   if (!fs.existsSync(path.join(caseDir, 'expected.safetensors')))
     throw new Error(`fixture ${caseDir} not found (../shared/hf-golden absent)`);
   const folder = path.join(a.work, 'models', c.name);
@@ -131,7 +136,10 @@ function prepare(a, c) {
       '--case', caseDir, '--out', expected, '--dtype', 'f16']);
   }
   const cfg = JSON.parse(fs.readFileSync(path.join(folder, 'config.json'), 'utf8'));
-  const dtype = cfg['transformers.js_config']?.dtype;
+  // A VLM folder gives a dtype per session; each must be the case's.
+  const given = cfg['transformers.js_config']?.dtype;
+  const dtype = given && typeof given === 'object' && new Set(Object.values(given)).size === 1
+    ? Object.values(given)[0] : given;
   if (dtype !== c.dtype)
     throw new Error(`${c.name}: config.json's transformers.js_config.dtype is ${JSON.stringify(dtype)}, want "${c.dtype}"`);
   const wasm = cfg['transformers.js_config']?.device_config?.wasm?.dtype;
@@ -139,6 +147,13 @@ function prepare(a, c) {
     throw new Error(`${c.name}: config.json's transformers.js_config.device_config.wasm.dtype is ` +
       `${JSON.stringify(wasm)}, want ${JSON.stringify(c.wasm)}`);
   const r = greedyRun(expected);
+  if (c.cls === 'AutoModelForImageTextToText') {
+    // Row 0 of the batch-2 fixture: its image's pixel values.
+    const t = readSafetensors(expected).tensors;
+    const pv = t.pixel_values;
+    const per = pv.shape.slice(1).reduce((x, y) => x * y, 1);
+    r.pixel_values = { type: 'float32', data: Array.from(pv.data.slice(0, per)), dims: [1, ...pv.shape.slice(1)] };
+  }
   let required = r.want.length, note = '';
   if (c.expect === 'f16') {
     const bounds = JSON.parse(fs.readFileSync(path.join(here, '..', 'ort', 'f16_bounds.json'), 'utf8')).bounds;
@@ -183,10 +198,11 @@ async function main() {
       throw new Error(`the page runs onnxruntime-web ${info.ort}, the WASM files served are ${files.ortVersion}`);
     for (const { c, exp } of plans) {
       const entry = {
-        model: c.name, steps: exp.want.length,
+        model: c.name, steps: exp.want.length, cls: c.cls,
         inputs: {
           input_ids: { type: 'int64', data: exp.prompt, dims: [1, exp.prompt.length] },
           attention_mask: { type: 'int64', data: exp.prompt.map(() => 1), dims: [1, exp.prompt.length] },
+          ...(exp.pixel_values ? { pixel_values: exp.pixel_values } : {}),
         },
       };
       const t = Date.now();
