@@ -226,7 +226,10 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
 
   // config.json: the input's, with what transformers.js reads.
   const ir::Module &decoder = *graphNamed(graphs, "decoder");
-  nlohmann::json previous = readJsonIfPresent(outDir / "config.json");
+  // An earlier output (another dtype's graphs in the same folder) read
+  // back, not an input: this run replaces it.
+  nlohmann::json previous =
+      readJsonIfPresent(outDir / "config.json", /*input=*/false);
   nlohmann::json outConfig = outputConfig(
       config, decoder, chunks, previous.is_object() ? &previous : nullptr);
   addSeq2SeqClientFields(outConfig, decoder);
