@@ -24,7 +24,8 @@ Steps:
      positions whose top-1 token is HF's must reach the class's bound in --bounds (quant_bounds.json "encdec":
      1 - 2 x (1 - measured), the measured count less one position) and --min-corr; --record FILE measures and
      writes that bound instead;
-  5. with --tjs, transformers.js loads the folder with dtype TAG (../transformersjs/check_encdec.mjs): encoder
+  5. with --tjs, transformers.js loads the folder with dtype TAG, and with none (config.json's
+     transformers.js_config.dtype must name the quantized graphs) (../transformersjs/check_encdec.mjs): encoder
      outputs within the fixtures' tolerance of the reference, or generate()'s ids equal to the reference's greedy
      ids.
 Exit 0 pass, 1 fail (an absent fixture too).
@@ -284,12 +285,13 @@ def main():
     if not ok:
         problems.append("agreement with HF")
 
-    if a.tjs:
+    # With the dtype, and with none (the folder's config.json names this run's graphs).
+    for dtype in ([a.tag, "default"] if a.tjs else []):
         rc = subprocess.run([a.node, os.path.join(HERE, "..", "transformersjs", "check_encdec.mjs"),
                              "--archc", a.archc, "--case", a.case, "--work", os.path.join(a.work, "tjs"),
-                             "--folder", out, "--dtype", a.tag, "--expected", expected]).returncode
+                             "--folder", out, "--dtype", dtype, "--expected", expected]).returncode
         if rc:
-            problems.append("transformers.js")
+            problems.append(f"transformers.js (dtype {dtype})")
     print(f"{name}: {'all checks passed' if not problems else 'FAILED: ' + '; '.join(problems)}")
     return 1 if problems else 0
 

@@ -21,7 +21,8 @@
 // With --folder DIR --dtype DTYPE --expected FILE: an already compiled
 // folder (tests/quant/run_quant_encdec_case.py: archc --quant) loaded with
 // that dtype (q4, int8: onnx/*_q4.onnx, *_int8.onnx) against FILE (the
-// reference over the dequantized weights).
+// reference over the dequantized weights); --dtype default loads it with
+// no dtype, as config.json's transformers.js_config.dtype says.
 // Usage: check_encdec.mjs --archc BIN --case DIR --work DIR
 //                         [--folder DIR --dtype DTYPE --expected FILE]
 // Exit 0 = pass, 1 = fail.
@@ -64,7 +65,9 @@ async function main() {
   else execFileSync(args.archc, [args.case, '-emit=onnx', '-o', out + '/'], { stdio: ['ignore', 'inherit', 'inherit'] });
   if (args.dtype && !args.expected) { console.error('--dtype needs --expected'); process.exit(2); }
   const E = readSafetensors(args.expected || path.join(args.case, 'expected.safetensors')).tensors;
-  const opts = { local_files_only: true, dtype: args.dtype || 'fp32' };
+  // --dtype default: the folder's own (config.json's transformers.js_config.dtype).
+  const opts = { local_files_only: true };
+  if (args.dtype !== 'default') opts.dtype = args.dtype || 'fp32';
   const failures = [];
   const check = (label, diff, ref) => {
     const tol = 1e-4 * Math.max(1, maxAbs(ref));

@@ -230,8 +230,15 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
   // back, not an input: this run replaces it.
   nlohmann::json previous =
       readJsonIfPresent(outDir / "config.json", /*input=*/false);
+  // transformers.js_config.dtype: the dtype from_pretrained(OUT) loads
+  // without one is this run's graphs' (a folder of --quant graphs alone has
+  // no encoder_model.onnx for transformers.js' default fp32).
+  std::string tag = opts.quant.enabled()
+                        ? ir::quantFileTag(opts.quant, decoder.activationDType)
+                        : "";
   nlohmann::json outConfig = outputConfig(
-      config, decoder, chunks, previous.is_object() ? &previous : nullptr);
+      config, decoder, chunks, previous.is_object() ? &previous : nullptr,
+      transformersJsDtype(decoder.activationDType, tag));
   addSeq2SeqClientFields(outConfig, decoder);
   if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
     return false;
