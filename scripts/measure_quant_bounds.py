@@ -135,6 +135,12 @@ def main():
                     "scripts/measure_quant_bounds.py." % HEADROOM,
            "bounds": dict(sorted(bounds.items())),
            "measured": rows}
+    if os.path.exists(a.out):
+        # The encoder / encoder-decoder bounds (tests/quant/run_quant_encdec_case.py --record) are kept.
+        with open(a.out) as f:
+            encdec = json.load(f).get("encdec")
+        if encdec:
+            doc["encdec"] = encdec
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")

@@ -26,8 +26,14 @@
 // rounded to float16) with --bound (relative to max(1, max|expected|)); a
 // greedy token may part only where the expected run's own top-1/top-2 gap
 // is within twice the bound (tests/ort/check_dtype.js's rule).
+// With --folder DIR --dtype q4|int8|q4f16 --expected FILE (a folder archc
+// compiled with --quant, tests/quant/run_quant_encdec_case.py) the folder's
+// *_<dtype>.onnx graphs run against FILE (the reference over their
+// dequantized weights) at the fixtures' tolerance (or --bound), greedy ids
+// exactly.
 // Usage: check_encdec.js --archc BIN --case DIR --work DIR
 //                        [--dtype f16 --expected FILE --bound X]
+//                        [--folder DIR --dtype q4|int8|q4f16 --expected FILE]
 // Exit 0 = pass, 1 = fail.
 'use strict';
 const fs = require('fs');
@@ -115,15 +121,24 @@ async function main() {
     process.exit(1);
   }
   const f16 = args.dtype === 'f16';
+  // A quantized folder's graphs (transformers.js' dtype names) against the
+  // reference over their dequantized weights, at the fixtures' tolerance.
+  const quant = ['q4', 'int8', 'q4f16'].includes(args.dtype);
+  if (args.dtype && !f16 && !quant) { console.error(`unknown --dtype ${args.dtype}`); process.exit(2); }
+  if ((f16 || quant) && !args.expected) { console.error(`--dtype ${args.dtype} needs --expected`); process.exit(2); }
   fs.rmSync(args.work, { recursive: true, force: true });
   fs.mkdirSync(args.work, { recursive: true });
-  const out = path.join(args.work, 'model');
-  execFileSync(args.archc, [args.case, '-emit=onnx', '-o', out + '/', ...(f16 ? ['--dtype=f16'] : [])],
-    { stdio: ['ignore', 'inherit', 'inherit'] });
+  let out = path.join(args.work, 'model');
+  if (args.folder) out = args.folder;
+  else if (quant) { console.error('--dtype ' + args.dtype + ' needs --folder'); process.exit(2); }
+  else {
+    execFileSync(args.archc, [args.case, '-emit=onnx', '-o', out + '/', ...(f16 ? ['--dtype=f16'] : [])],
+      { stdio: ['ignore', 'inherit', 'inherit'] });
+  }
   const exp = readSafetensors(args.expected || path.join(args.case, 'expected.safetensors'));
   const hf = readSafetensors(path.join(args.case, 'expected.safetensors'));
   const E = exp.tensors;
-  const bound = f16 ? Number(args.bound) : 1e-4;
+  const bound = f16 ? Number(args.bound) : args.bound ? Number(args.bound) : 1e-4;
   const failures = [];
   const check = (label, diff, ref) => {
     const tol = bound * Math.max(1, maxAbs(ref));
@@ -131,8 +146,8 @@ async function main() {
     console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} ${label}: max|diff| = ${diff.toExponential(3)} (tol ${tol.toExponential(3)})`);
     if (!ok) failures.push(label);
   };
-  if (!f16) checkWeights(args, failures, name);
-  const suffix = f16 ? '_fp16' : '';
+  if (!f16 && !quant) checkWeights(args, failures, name);
+  const suffix = f16 ? '_fp16' : quant ? `_${args.dtype}` : '';
   const onnxDir = path.join(out, 'onnx');
   const mask = E.attention_mask ? rowsOf(E.attention_mask) : null;
 
@@ -300,7 +315,7 @@ async function main() {
     if (!same) failures.push('(g) greedy ids');
     if (!parted) check('(g) greedy step logits', stepDiff, gLogits.data);
   }
-  if (hf && f16) console.log(`${name}: float16 checked against ${args.expected}`);
+  if (hf && (f16 || quant)) console.log(`${name}: ${f16 ? 'float16' : args.dtype} checked against ${args.expected}`);
   if (failures.length) {
     console.log(`${name}: ${failures.length} check(s) failed`);
     process.exit(1);

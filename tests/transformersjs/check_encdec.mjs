@@ -18,7 +18,13 @@
 //     (automatic-speech-recognition after the feature extractor): the
 //     greedy ids.
 // Tolerance: 1e-4 x max(1, max|expected|) per tensor (the fixtures' rule).
+// With --folder DIR --dtype DTYPE --expected FILE: an already compiled
+// folder (tests/quant/run_quant_encdec_case.py: archc --quant) loaded with
+// that dtype (q4, int8: onnx/*_q4.onnx, *_int8.onnx) against FILE (the
+// reference over the dequantized weights); --dtype default loads it with
+// no dtype, as config.json's transformers.js_config.dtype says.
 // Usage: check_encdec.mjs --archc BIN --case DIR --work DIR
+//                         [--folder DIR --dtype DTYPE --expected FILE]
 // Exit 0 = pass, 1 = fail.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -54,10 +60,14 @@ async function main() {
   const cls = (cfg.architectures || [''])[0];
   fs.rmSync(args.work, { recursive: true, force: true });
   fs.mkdirSync(args.work, { recursive: true });
-  const out = path.join(args.work, 'model');
-  execFileSync(args.archc, [args.case, '-emit=onnx', '-o', out + '/'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const E = readSafetensors(path.join(args.case, 'expected.safetensors')).tensors;
-  const opts = { local_files_only: true, dtype: 'fp32' };
+  let out = path.join(args.work, 'model');
+  if (args.folder) out = args.folder;
+  else execFileSync(args.archc, [args.case, '-emit=onnx', '-o', out + '/'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (args.dtype && !args.expected) { console.error('--dtype needs --expected'); process.exit(2); }
+  const E = readSafetensors(args.expected || path.join(args.case, 'expected.safetensors')).tensors;
+  // --dtype default: the folder's own (config.json's transformers.js_config.dtype).
+  const opts = { local_files_only: true };
+  if (args.dtype !== 'default') opts.dtype = args.dtype || 'fp32';
   const failures = [];
   const check = (label, diff, ref) => {
     const tol = 1e-4 * Math.max(1, maxAbs(ref));

@@ -43,13 +43,33 @@ namespace fs = std::filesystem;
 namespace archc {
 
 namespace {
+/// The transformers.js Auto class that loads the folder: a generative
+/// model's AutoModelForCausalLM; an encoder's, its head's (as transformers.js
+/// maps the architectures[0] class), AutoModel for a base model.
+std::string transformersJsAutoClass(const nlohmann::json &config,
+                                    const ir::Module &m) {
+  if (isGenerative(m))
+    return "AutoModelForCausalLM";
+  std::string cls;
+  auto archs = config.find("architectures");
+  if (archs != config.end() && archs->is_array() && !archs->empty() &&
+      archs->front().is_string())
+    cls = archs->front().get<std::string>();
+  for (const char *head :
+       {"ForMaskedLM", "ForSequenceClassification", "ForTokenClassification"})
+    if (cls.find(head) != std::string::npos)
+      return std::string("AutoModel") + head;
+  return "AutoModel";
+}
+
 /// After a model folder run (stderr): the files it wrote and how each
 /// client loads the folder; for a quantized model (`wasmDtype` given), the
 /// model a browser's WASM device loads instead, or that it has none.
 void printFolderSummary(const OutputSet &set, const fs::path &outDir,
                         const fs::path &modelRel, size_t dataFiles,
                         const std::string &tjsDtype, bool tjsRuns, bool genai,
-                        const std::string *wasmDtype) {
+                        const std::string *wasmDtype,
+                        const std::string &autoClass) {
   std::string modelFile = modelRel.filename().string();
   // The model first, then the other files by name.
   std::vector<std::string> files = set.stagedFiles();
@@ -79,9 +99,9 @@ void printFolderSummary(const OutputSet &set, const fs::path &outDir,
                modelRel.string());
   else
     fmt::print(stderr,
-               "  transformers.js:   await AutoModelForCausalLM."
+               "  transformers.js:   await {}."
                "from_pretrained('{}')  // {}: config.json's dtype '{}'\n",
-               dir, modelRel.string(), tjsDtype);
+               autoClass, dir, modelRel.string(), tjsDtype);
   // A quantized model: what a browser's default device (WASM, no fast
   // MatMulNBits) loads.
   if (tjsRuns && wasmDtype && !wasmDtype->empty())
@@ -383,7 +403,8 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
                                          storage.fileTag(m.activationDType))
                    : std::string(),
           tjs.runs, writeGenai,
-          storage.fileTag(m.activationDType).empty() ? nullptr : &wasmDtype);
+          storage.fileTag(m.activationDType).empty() ? nullptr : &wasmDtype,
+          transformersJsAutoClass(config, m));
   }
   return true;
 }

@@ -226,9 +226,19 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
 
   // config.json: the input's, with what transformers.js reads.
   const ir::Module &decoder = *graphNamed(graphs, "decoder");
-  nlohmann::json previous = readJsonIfPresent(outDir / "config.json");
+  // An earlier output (another dtype's graphs in the same folder) read
+  // back, not an input: this run replaces it.
+  nlohmann::json previous =
+      readJsonIfPresent(outDir / "config.json", /*input=*/false);
+  // transformers.js_config.dtype: the dtype from_pretrained(OUT) loads
+  // without one is this run's graphs' (a folder of --quant graphs alone has
+  // no encoder_model.onnx for transformers.js' default fp32).
+  std::string tag = opts.quant.enabled()
+                        ? ir::quantFileTag(opts.quant, decoder.activationDType)
+                        : "";
   nlohmann::json outConfig = outputConfig(
-      config, decoder, chunks, previous.is_object() ? &previous : nullptr);
+      config, decoder, chunks, previous.is_object() ? &previous : nullptr,
+      transformersJsDtype(decoder.activationDType, tag));
   addSeq2SeqClientFields(outConfig, decoder);
   if (!writeText(set, "config.json", outConfig.dump(2) + "\n", diags))
     return false;
