@@ -291,7 +291,46 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
     set.removeStale({"onnx"}, [file = file](const std::string &rel) {
       return isExternalDataOf(file, fs::path(rel).filename().string());
     });
-  return set.publish(diags);
+  if (!set.publish(diags))
+    return false;
+  // A folder without a tokenizer: the text pipelines cannot run it.
+  std::error_code ec;
+  bool tokenizer = false;
+  for (const std::string &name : tokenizerFileNames())
+    tokenizer |= name != "tokenizer_config.json" &&
+                 name != "special_tokens_map.json" &&
+                 fs::is_regular_file(outDir / name, ec);
+  if (!tokenizer)
+    diags.warning(SourceRange(),
+                  fmt::format("'{}' has no tokenizer (tokenizer.json, "
+                              "spiece.model, ...): transformers.js pipelines "
+                              "need one; give the model's folder as the "
+                              "input, or copy its tokenizer files into '{}'",
+                              outDir.string(), outDir.string()));
+  diags.flush(); // the notes and warnings first, the summary last
+  if (opts.summary) {
+    std::string list;
+    for (const char *graph : {"encoder", "decoder"}) {
+      const std::string &rel = files[graph];
+      unsigned n = chunks[fs::path(rel).filename().string()];
+      list += (list.empty() ? "" : ", ") + rel;
+      if (n)
+        list +=
+            fmt::format(" (+ {} external data file{})", n, n == 1 ? "" : "s");
+    }
+    std::string dir = outDir.string();
+    fmt::print(stderr,
+               "archc: wrote encoder-decoder model folder '{}': {}, "
+               "config.json, generation_config.json, ...\n",
+               dir, list);
+    fmt::print(stderr,
+               "  transformers.js:   await {}.from_pretrained('{}')  // "
+               "config.json's dtype '{}'\n",
+               type == "whisper" ? "AutoModelForSpeechSeq2Seq"
+                                 : "AutoModelForSeq2SeqLM",
+               dir, transformersJsDtype(decoder.activationDType, tag));
+  }
+  return true;
 }
 
 } // namespace archc
