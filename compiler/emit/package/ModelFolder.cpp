@@ -36,6 +36,19 @@ std::string folderModelFile(ir::DType dtype, const std::string &quantTag) {
   return "model.onnx";
 }
 
+std::string describeModelFiles(const std::vector<std::string> &rels,
+                               const std::map<std::string, unsigned> &chunks) {
+  std::string list;
+  for (const std::string &rel : rels) {
+    auto it = chunks.find(fs::path(rel).filename().string());
+    unsigned n = it == chunks.end() ? 0 : it->second;
+    list += (list.empty() ? "" : ", ") + rel;
+    if (n)
+      list += fmt::format(" (+ {} external data file{})", n, n == 1 ? "" : "s");
+  }
+  return list;
+}
+
 std::string transformersJsDtype(ir::DType dtype, const std::string &tag) {
   if (tag == "q4" || tag == "q4f16" || tag == "int8")
     return tag;

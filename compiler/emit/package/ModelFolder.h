@@ -36,6 +36,13 @@ namespace archc {
 /// model_int8bf16.onnx (ir::quantFileTag).
 std::string folderModelFile(ir::DType dtype, const std::string &quantTag = "");
 
+/// The summary line's list of a package's model files, in the given order
+/// ("onnx/encoder_model.onnx (+ 1 external data file), ..."): each
+/// relative path with the count of external data files `chunks` holds for
+/// its file name.
+std::string describeModelFiles(const std::vector<std::string> &rels,
+                               const std::map<std::string, unsigned> &chunks);
+
 /// transformers.js 4.3.1's dtype of the model file folderModelFile names
 /// for the same arguments ("fp32", "fp16", "q4", "q4f16", "int8"), or ""
 /// where it has none (bf16 activations, int8 weights with half

@@ -309,15 +309,8 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
                               outDir.string(), outDir.string()));
   diags.flush(); // the notes and warnings first, the summary last
   if (opts.summary) {
-    std::string list;
-    for (const char *graph : {"encoder", "decoder"}) {
-      const std::string &rel = files[graph];
-      unsigned n = chunks[fs::path(rel).filename().string()];
-      list += (list.empty() ? "" : ", ") + rel;
-      if (n)
-        list +=
-            fmt::format(" (+ {} external data file{})", n, n == 1 ? "" : "s");
-    }
+    std::string list =
+        describeModelFiles({files["encoder"], files["decoder"]}, chunks);
     std::string dir = outDir.string();
     fmt::print(stderr,
                "archc: wrote encoder-decoder model folder '{}': {}, "

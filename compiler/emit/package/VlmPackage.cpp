@@ -398,15 +398,10 @@ bool emitOnnxPackage(const std::vector<PackageGraph> &graphs,
   diags.flush();
   if (opts.summary) {
     // The graphs in data-flow order, each with its data files.
-    std::string list;
-    for (const Lowered &l : lowered) {
-      const std::string &rel = files[l.name];
-      unsigned n = chunks[fs::path(rel).filename().string()];
-      list += (list.empty() ? "" : ", ") + rel;
-      if (n)
-        list +=
-            fmt::format(" (+ {} external data file{})", n, n == 1 ? "" : "s");
-    }
+    std::vector<std::string> rels;
+    for (const Lowered &l : lowered)
+      rels.push_back(files[l.name]);
+    std::string list = describeModelFiles(rels, chunks);
     std::string dir = outDir.string();
     fmt::print(stderr,
                "archc: wrote vision-language model folder '{}': {}, "
