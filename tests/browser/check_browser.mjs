@@ -39,6 +39,7 @@ import { clientFiles, harnessRoutes, launchBrowser, openPage, startServer, withi
 
 const require = createRequire(import.meta.url);
 const { readSafetensors } = require('../ort/lib/safetensors.js');
+const { parseArgs: parseCliArgs } = require('../ort/lib/args.js');
 const here = path.dirname(new URL(import.meta.url).pathname);
 
 // name, fixture, archc's options, what it must reproduce, config.json's
@@ -59,14 +60,7 @@ const CASES = [
     opts: [], expect: 'hf', dtype: 'fp32' },
 ];
 
-function parseArgs() {
-  const a = { chromium: '/usr/bin/chromium', timeout: '300' };
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i += 2) a[argv[i].replace(/^--/, '')] = argv[i + 1];
-  for (const k of ['archc', 'python', 'node', 'shared', 'work'])
-    if (!a[k]) { console.error(`missing --${k}`); process.exit(2); }
-  return a;
-}
+const parseArgs = () => parseCliArgs(['archc', 'python', 'node', 'shared', 'work'], { chromium: '/usr/bin/chromium', timeout: '300' });
 
 function run(cmd, args) {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });

@@ -41,15 +41,7 @@ const path = require('path');
 const { execFileSync } = require('child_process');
 const { readSafetensors } = require('./lib/safetensors');
 const { Seq2Seq, session, i64, toFloat, floatInput } = require('./lib/encdec');
-
-function parseArgs() {
-  const a = {};
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i += 2) a[argv[i].replace(/^--/, '')] = argv[i + 1];
-  for (const k of ['archc', 'case', 'work'])
-    if (!a[k]) { console.error(`missing --${k}`); process.exit(2); }
-  return a;
-}
+const { parseArgs } = require('./lib/args.js');
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
 
@@ -114,7 +106,7 @@ function rowsOf(t) {
 }
 
 async function main() {
-  const args = parseArgs();
+  const args = parseArgs(['archc', 'case', 'work']);
   const name = path.basename(args.case);
   if (!fs.existsSync(path.join(args.case, 'expected.safetensors'))) {
     console.log(`FAIL: fixture ${args.case} not found (../shared/hf-golden-encdec absent)`);

@@ -19,15 +19,7 @@ const path = require('path');
 const { execFileSync } = require('child_process');
 const { readSafetensors } = require('./lib/safetensors');
 const { Decoder } = require('./lib/decoder');
-
-function parseArgs() {
-  const a = {};
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i += 2) a[argv[i].replace(/^--/, '')] = argv[i + 1];
-  for (const k of ['archc', 'case', 'work'])
-    if (!a[k]) { console.error(`missing --${k}`); process.exit(2); }
-  return a;
-}
+const { parseArgs } = require('./lib/args.js');
 
 function emit(args, out, extra) {
   execFileSync(args.archc, [...(args.arch ? [args.arch] : []),
@@ -74,7 +66,7 @@ function argmax(data, off, n) {
 }
 
 async function main() {
-  const args = parseArgs();
+  const args = parseArgs(['archc', 'case', 'work']);
   if (!fs.existsSync(path.join(args.case, 'expected.safetensors'))) {
     console.log(`FAIL: fixture ${args.case} not found (../shared/hf-golden absent)`);
     process.exit(1);

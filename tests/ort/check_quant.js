@@ -25,15 +25,7 @@ const path = require('path');
 const { execFileSync } = require('child_process');
 const { readSafetensors } = require('./lib/safetensors');
 const { Decoder } = require('./lib/decoder');
-
-function parseArgs() {
-  const a = {};
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i += 2) a[argv[i].replace(/^--/, '')] = argv[i + 1];
-  for (const k of ['archc', 'arch', 'config', 'weights', 'work'])
-    if (!a[k]) { console.error(`missing --${k}`); process.exit(2); }
-  return a;
-}
+const { parseArgs } = require('./lib/args.js');
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
 const ones = (n) => new Array(n).fill(1);
@@ -63,7 +55,7 @@ function pearson(x, xOff, y, yOff, n) {
 }
 
 async function main() {
-  const args = parseArgs();
+  const args = parseArgs(['archc', 'arch', 'config', 'weights', 'work']);
   fs.mkdirSync(path.join(args.work, 'single'), { recursive: true });
   const extra = args.opts ? args.opts.split(' ').filter((s) => s) : [];
   const emit = (out, more) => execFileSync(args.archc, [...(args.arch && args.arch !== 'auto' ? [args.arch] : []), '--config', args.config,

@@ -37,24 +37,16 @@ import {
 
 const require = createRequire(import.meta.url);
 const { readSafetensors } = require('../ort/lib/safetensors.js');
+const { parseArgs } = require('../ort/lib/args.js');
 
 env.allowRemoteModels = false;
 env.allowLocalModels = true;
-
-function parseArgs() {
-  const a = {};
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i += 2) a[argv[i].replace(/^--/, '')] = argv[i + 1];
-  for (const k of ['archc', 'case', 'work'])
-    if (!a[k]) { console.error(`missing --${k}`); process.exit(2); }
-  return a;
-}
 
 const maxAbs = (d) => d.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
 const i64 = (data, dims) => new Tensor('int64', BigInt64Array.from(Array.from(data, (v) => BigInt(v))), dims);
 
 async function main() {
-  const args = parseArgs();
+  const args = parseArgs(['archc', 'case', 'work']);
   const name = path.basename(path.resolve(args.case));
   const cfg = JSON.parse(fs.readFileSync(path.join(args.case, 'config.json'), 'utf8'));
   const cls = (cfg.architectures || [''])[0];

@@ -40,6 +40,7 @@ import { AutoModelForCausalLM, env, Tensor } from '@huggingface/transformers';
 
 const require = createRequire(import.meta.url);
 const { readSafetensors } = require('../ort/lib/safetensors.js');
+const { parseArgs } = require('../ort/lib/args.js');
 
 env.allowRemoteModels = false;
 env.allowLocalModels = true;
@@ -83,15 +84,6 @@ function listedSkips(file) {
 function fail(why) {
   console.log(`FAIL: ${why}`);
   process.exit(1);
-}
-
-function parseArgs() {
-  const a = {};
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i += 2) a[argv[i].replace(/^--/, '')] = argv[i + 1];
-  for (const k of ['archc', 'case', 'work'])
-    if (!a[k]) { console.error(`missing --${k}`); process.exit(2); }
-  return a;
 }
 
 function skip(why) {
@@ -138,7 +130,7 @@ async function generate(model, rows, mask, maxNew) {
 }
 
 async function main() {
-  const args = parseArgs();
+  const args = parseArgs(['archc', 'case', 'work']);
   const name = path.basename(args.case);
   if (!fs.existsSync(path.join(args.case, 'expected.safetensors')))
     fail(`fixture ${args.case} not found (../shared/hf-golden absent)`);

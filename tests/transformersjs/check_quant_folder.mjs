@@ -23,20 +23,12 @@ import { AutoModelForCausalLM, env, Tensor } from '@huggingface/transformers';
 
 const require = createRequire(import.meta.url);
 const { readSafetensors } = require('../ort/lib/safetensors.js');
+const { parseArgs } = require('../ort/lib/args.js');
 
 env.allowRemoteModels = false;
 env.allowLocalModels = true;
 
 const REL_TOL_F16 = 2e-2;
-
-function parseArgs() {
-  const a = {};
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i += 2) a[argv[i].replace(/^--/, '')] = argv[i + 1];
-  for (const k of ['folder', 'dtype', 'expected'])
-    if (!a[k]) { console.error(`missing --${k}`); process.exit(2); }
-  return a;
-}
 
 const ids = (rows) => new Tensor('int64', BigInt64Array.from(rows.flat().map(BigInt)),
   [rows.length, rows[0].length]);
@@ -57,7 +49,7 @@ async function generate(model, rows, mask, maxNew) {
 }
 
 async function main() {
-  const args = parseArgs();
+  const args = parseArgs(['folder', 'dtype', 'expected']);
   const name = args.name || path.basename(args.folder);
   const half = args.dtype.endsWith('f16');
   const cfg = JSON.parse(fs.readFileSync(path.join(args.folder, 'config.json'), 'utf8'));

@@ -36,6 +36,7 @@ import { AutoModelForImageTextToText, env, Tensor } from '@huggingface/transform
 
 const require = createRequire(import.meta.url);
 const { readSafetensors } = require('../ort/lib/safetensors.js');
+const { parseArgs } = require('../ort/lib/args.js');
 
 /// IEEE binary16 bits -> Float32Array.
 function halfToFloat(bits) {
@@ -71,15 +72,6 @@ function skip(why) {
   process.exit(77);
 }
 
-function parseArgs() {
-  const a = {};
-  const argv = process.argv.slice(2);
-  for (let i = 0; i < argv.length; i += 2) a[argv[i].replace(/^--/, '')] = argv[i + 1];
-  for (const k of ['archc', 'case', 'work'])
-    if (!a[k]) { console.error(`missing --${k}`); process.exit(2); }
-  return a;
-}
-
 /// tests/skips.txt: `tjs-vlm MODEL_TYPE FACT [INPUTS] reason...` lines.
 function listedSkips(file) {
   const out = new Map();
@@ -108,7 +100,7 @@ function tensorRows(t, lo, hi) {
 }
 
 async function main() {
-  const args = parseArgs();
+  const args = parseArgs(['archc', 'case', 'work']);
   const name = path.basename(args.case);
   if (!fs.existsSync(path.join(args.case, 'expected.safetensors')))
     fail(`fixture ${args.case} not found (../shared/hf-golden-vlm absent)`);
