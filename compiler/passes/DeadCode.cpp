@@ -2,7 +2,8 @@
 //
 // This file implements the dead-code pass: ops whose results nothing uses
 // are removed (to a fixed point, inside layer kinds too), except the graph's
-// outputs, region terminators and state I/O. Weight declarations stay: a
+// outputs, region terminators, state I/O and exported caches (`carry:
+// "output"`). Weight declarations stay: a
 // checkpoint tensor the graph does not read (LLaVA's CLIP post_layernorm and
 // layers past the selected feature layer, SigLIP's unused pooling head) is
 // still listed by -emit=weights and counted as a parameter, but it is
@@ -19,21 +20,31 @@ namespace archc {
 using namespace ir;
 
 namespace {
-bool hasEffects(const Op &op) {
+/// Whether the op itself acts beyond its results.
+bool ownEffects(const Op &op) {
   switch (op.getKind()) {
   case OpKind::Return:
   case OpKind::Yield:
   case OpKind::StateOut:
   case OpKind::StateIn:
     return true;
-  default:
-    break;
+  case OpKind::Cache: {
+    // Entries the graph exports (carry "output") are read by no op yet.
+    const std::string *carry = op.optAttr<std::string>("carry");
+    return carry && *carry == "output";
   }
+  default:
+    return false;
+  }
+}
+
+bool hasEffects(const Op &op) {
+  if (ownEffects(op))
+    return true;
   bool effects = false;
   for (const auto &r : op.getRegions())
     walk(static_cast<const Block &>(*r), [&](const Op &inner) {
-      effects |= inner.getKind() == OpKind::StateOut ||
-                 inner.getKind() == OpKind::StateIn;
+      effects |= inner.getKind() != OpKind::Yield && ownEffects(inner);
     });
   return effects;
 }

@@ -16,7 +16,9 @@
 // encoder-decoder's cross-attention keys and values) gets a past state whose
 // length is its own symbol (`enc_past`: the entries a first call computed,
 // empty before it) and reads the graph input `use_cache_branch` (bool [1]),
-// which says whether the past state holds them. Then `attention_mask`
+// which says whether the past state holds them; split between two graphs
+// (`carry`), it is a present state alone in the graph that computes it and
+// a past state alone in the graph fed it. Then `attention_mask`
 // [batch, past + seq] is added and read by every attention op that takes
 // the padding mask and every recurrent op (none when no op reads it). Run
 // after
@@ -93,6 +95,7 @@ public:
             }
             const bool *onceAttr = op.optAttr<bool>("once");
             bool once = onceAttr && *onceAttr;
+            const std::string *carry = op.optAttr<std::string>("carry");
             std::vector<int64_t> layout = cacheLayout(x.rank());
             pastType = TensorType(x.dtype, {});
             for (int64_t axis : layout)
@@ -103,7 +106,19 @@ public:
               if (layout[i] == 1)
                 presentType.dims[i] = once ? x.dims[1] : past + seq;
             op.setAttr("layout", layout);
-            if (once) {
+            if (carry && *carry == "output") {
+              // The entries, exported: a present state and no past.
+              std::string outName = "present.{i}." + name;
+              Value *present = op.addResult(presentType);
+              auto out = std::make_unique<Op>(OpKind::StateOut, op.getLoc());
+              out->setAttr("name", outName);
+              out->operands.push_back(present);
+              region->insert(std::next(it), std::move(out));
+              m.graph.stateOutputs.push_back(
+                  {outName, presentType, region->layers});
+              continue;
+            }
+            if (once && !carry) {
               if (!useCache)
                 useCache = m.graph.body.addArgument(
                     TensorType(DType::Bool, {SymExpr(1)}), "use_cache_branch");
@@ -118,13 +133,17 @@ public:
           Value *pastValue = in->addResult(pastType);
           region->insert(it, std::move(in));
           op.setOperand("past", pastValue);
+          m.graph.stateInputs.push_back({inName, pastType, region->layers});
+          const std::string *carry =
+              recurrent ? nullptr : op.optAttr<std::string>("carry");
+          if (carry && *carry == "input")
+            continue; // read, never updated: no present state
           Value *present = op.addResult(presentType);
           auto out = std::make_unique<Op>(OpKind::StateOut, op.getLoc());
           out->setAttr("name", outName);
           out->operands.push_back(present);
           auto next = std::next(it);
           region->insert(next, std::move(out));
-          m.graph.stateInputs.push_back({inName, pastType, region->layers});
           m.graph.stateOutputs.push_back(
               {outName, presentType, region->layers});
         }

@@ -19,7 +19,12 @@
 //       first step and carried): HF's ids exactly, its step logits within
 //       tolerance;
 //   (c) the teacher-forced logits again, half in one call and the rest one
-//       token per cached step.
+//       token per cached step;
+// Whisper, onnxruntime-genai's graphs named by genai_config.json:
+//   (n) fed as the runtime feeds them (tests/ort/lib/genai_whisper.js):
+//       encoder_hidden_states within tolerance, the greedy ids of the
+//       transformers.js graphs above and HF's step logits within tolerance,
+//       and row 0's teacher-forced logits from a prompt in one call.
 // Tolerance: 1e-4 x max(1, max|expected|) per tensor (the fixtures' rule).
 // With --dtype f16 the folder's *_fp16.onnx graphs run against --expected
 // (tests/reference/rounded_expected.py: the reference over the checkpoint
@@ -42,6 +47,7 @@ const { execFileSync } = require('child_process');
 const { readSafetensors } = require('./lib/safetensors');
 const { Seq2Seq, session, i64, toFloat, floatInput } = require('./lib/encdec');
 const { parseArgs } = require('./lib/args.js');
+const { GenaiWhisper } = require('./lib/genai_whisper');
 
 const range = (a, b) => Array.from({ length: b - a }, (_, i) => a + i);
 
@@ -306,6 +312,45 @@ async function main() {
       (parted ? ' (parted after a near-tie)' : ''));
     if (!same) failures.push('(g) greedy ids');
     if (!parted) check('(g) greedy step logits', stepDiff, gLogits.data);
+    // (n) Whisper: onnxruntime-genai's pair of graphs, fed as the runtime
+    // feeds them (tests/ort/lib/genai_whisper.js).
+    if (E.input_features) {
+      const genaiConfig = path.join(out, 'genai_config.json');
+      if (!fs.existsSync(genaiConfig)) {
+        console.log(`FAIL ${name} (n) no genai_config.json for onnxruntime-genai's Whisper`);
+        failures.push('(n) genai_config.json');
+      } else {
+        try {
+          const g = await GenaiWhisper.load(out);
+          const encoded = await g.encode(enc0Feeds.input_features);
+          const H = ref.shape[2];
+          check('(n) onnxruntime-genai encoder_hidden_states',
+            diffPositions(toFloat(encoded.hidden), ref.data.subarray(0, S * H), 1, S, H, () => true), ref.data);
+          const run = await g.greedy(encoded, Number(gIds.data[0]), steps);
+          let gd = 0;
+          run.logits.forEach((l, j) => { for (let i = 0; i < V; i++) gd = Math.max(gd, Math.abs(l[i] - gLogits.data[j * V + i])); });
+          const ok = run.tokens.every((t, i) => t === tokens[i]);
+          console.log(`${ok ? 'ok  ' : 'FAIL'} ${name} (n) onnxruntime-genai greedy ids: got [${run.tokens}] ` +
+            `want [${tokens}] (the transformers.js graphs' above)`);
+          if (!ok) failures.push('(n) genai greedy ids');
+          if (!parted) check('(n) onnxruntime-genai greedy step logits', gd, gLogits.data);
+          // The runtime's first call takes the whole prompt: row 0's
+          // teacher-forced tokens, half in one call, then cached steps.
+          let r = await g.step(encoded, dec[0].slice(0, h), null);
+          let pd = 0;
+          for (let s = 0; s < h; s++)
+            for (let i = 0; i < V; i++) pd = Math.max(pd, Math.abs(r.logits[s * V + i] - E.logits.data[s * V + i]));
+          for (let t = h; t < T; t++) {
+            r = await g.step(encoded, [dec[0][t]], r.past);
+            for (let i = 0; i < V; i++) pd = Math.max(pd, Math.abs(r.logits[i] - E.logits.data[t * V + i]));
+          }
+          check(`(n) onnxruntime-genai: a ${h}-token prompt, then ${T - h} cached steps`, pd, E.logits.data);
+        } catch (e) {
+          console.log(`FAIL ${name} (n) onnxruntime-genai's Whisper contract: ${e.message}`);
+          failures.push('(n) genai contract');
+        }
+      }
+    }
   }
   if (hf && (f16 || quant)) console.log(`${name}: ${f16 ? 'float16' : args.dtype} checked against ${args.expected}`);
   if (failures.length) {

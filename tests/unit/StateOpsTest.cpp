@@ -265,3 +265,86 @@ arch xattn {
   // The skipped projection: 3 layers x batch 2 x 7 positions x 8 x 6.
   EXPECT_DOUBLE_EQ(macs(p) - macs(cached), 3 * 2 * 7 * 8 * 6);
 }
+
+// A cross-attention cache split between two graphs (onnxruntime-genai's
+// Whisper): the graph that computes it exports the entries as present
+// states and keeps them through dead-code removal though nothing reads
+// them; the graph fed them takes past states alone, with no present state
+// and no use_cache_branch input.
+TEST(StateOps, CacheSplitBetweenGraphsByCarry) {
+  const std::vector<std::string> passes = {"dead-code", "shape-inference",
+                                           "kv-cache", "shape-inference"};
+  ScratchDir d;
+  auto exported = compile(d, R"(
+arch exporter {
+  model(enc: f32[batch, enc_seq, 8]) -> (y) {
+    for i in 0 .. 2 @ "l.{i}" {
+      k = op.cache(op.reshape(op.matmul(enc, param("wk", [8, 8])), [batch, enc_seq, 2, 4]),
+                   "encoder.key", once: true, carry: "output")
+    }
+    y = enc
+  }
+})",
+                          "{}", EmitTarget::IR, passes);
+  ASSERT_TRUE(exported.ok) << exported.diagnostics();
+  const ir::Graph &g = exported.module().graph;
+  EXPECT_TRUE(g.stateInputs.empty());
+  ASSERT_EQ(g.stateOutputs.size(), 1u);
+  EXPECT_EQ(g.stateOutputs[0].pattern, "present.{i}.encoder.key");
+  // Stored [batch, heads, enc_seq, d].
+  EXPECT_EQ(g.stateOutputs[0].type.str(),
+            "tensor<batch x 2 x enc_seq x 4 x f32>");
+
+  auto simple = compile(d, R"(
+arch reader2 {
+  model(enc: f32[batch, enc_seq, 8]) -> (y) {
+    for i in 0 .. 2 @ "l.{i}" {
+      k = op.cache(op.reshape(op.matmul(enc, param("wk", [8, 8])), [batch, enc_seq, 2, 4]),
+                   "encoder.key", once: true, carry: "input")
+      enc = enc + op.reshape(op.reduce_sum(k, [1]), [batch, 1, 8])
+    }
+    y = enc
+  }
+})",
+                        "{}", EmitTarget::IR, passes);
+  ASSERT_TRUE(simple.ok) << simple.diagnostics();
+  const ir::Graph &r = simple.module().graph;
+  ASSERT_EQ(r.stateInputs.size(), 1u);
+  EXPECT_EQ(r.stateInputs[0].pattern, "past_key_values.{i}.encoder.key");
+  EXPECT_EQ(r.stateInputs[0].type.str(),
+            "tensor<batch x 2 x enc_past x 4 x f32>");
+  EXPECT_TRUE(r.stateOutputs.empty());
+  for (const auto &arg : r.body.getArguments())
+    EXPECT_NE(arg->name, "use_cache_branch");
+}
+
+TEST(StateOps, CarryNeedsACacheComputedOnce) {
+  ScratchDir d;
+  auto c = compile(d, R"(
+arch bad {
+  model(enc: f32[batch, enc_seq, 8]) -> (y) {
+    for i in 0 .. 2 @ "l.{i}" {
+      k = op.cache(enc, "encoder.key", carry: "output")
+    }
+    y = enc
+  }
+})",
+                   "{}");
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.diagnostics().find("carry splits a cache computed once between "
+                                 "two graphs: it needs once: true"),
+            std::string::npos)
+      << c.diagnostics();
+  auto e = compile(d, R"(
+arch bad2 {
+  model(enc: f32[batch, enc_seq, 8]) -> (y) {
+    for i in 0 .. 2 @ "l.{i}" {
+      k = op.cache(enc, "encoder.key", once: true, carry: "both")
+    }
+    y = enc
+  }
+})",
+                   "{}");
+  EXPECT_FALSE(e.ok);
+  EXPECT_NE(e.diagnostics().find("both"), std::string::npos) << e.diagnostics();
+}

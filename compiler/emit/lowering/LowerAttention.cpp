@@ -204,6 +204,8 @@ bool OnnxLowering::lowerCache(const ir::Op &op) {
   if (!past) {
     def(op.getResult(0), in(x));
     storage[op.getResult(0)] = stored;
+    if (op.getNumResults() > 1) // carry "output": the entries exported
+      def(op.getResult(1), stored);
     return true;
   }
   int64_t seqAxis = 0;

@@ -9,7 +9,9 @@
 //               the past state, the entries computed now); the ops that
 //               compute the entries and feed nothing else (the projection
 //               of the encoder output) are lowered inside the second
-//               branch, so a cached decode step does not run them
+//               branch, so a cached decode step does not run them;
+//               carried as "input", the past state alone (the cone is not
+//               lowered, and graph inputs only it read are not declared)
 //   relative_gather
 //               GatherElements of x at the relative-position index of
 //               every (row, column) pair, built once per graph from the
@@ -274,6 +276,20 @@ bool OnnxLowering::lowerOnceCache(const ir::Op &op,
   const ir::Value *x = op.getOperand(0);
   const ir::Value *past = op.operand("past");
   const ir::Value *useCache = op.operand("use_cache");
+  std::vector<int64_t> inverse(layout.size());
+  for (size_t i = 0; i < layout.size(); ++i)
+    inverse[static_cast<size_t>(layout[i])] = static_cast<int64_t>(i);
+  const std::string *carry = op.optAttr<std::string>("carry");
+  if (carry && *carry == "input") {
+    // Fed by the runtime: the past state is the entries; the ops that would
+    // compute them (its cone) are not lowered.
+    std::string fed = in(past);
+    storage[op.getResult(0)] = fed;
+    deferred[op.getResult(0)] = [this, fed, inverse]() {
+      return b.node("Transpose", {fed}, {OnnxAttr::list("perm", inverse)});
+    };
+    return true;
+  }
   if (!useCache)
     return fail(op, "a cache computed once needs the use_cache operand "
                     "(kv-cache pass)");
@@ -308,9 +324,6 @@ bool OnnxLowering::lowerOnceCache(const ir::Op &op,
               1, "cross_state")[0];
   def(op.getResult(1), present);
   storage[op.getResult(0)] = present;
-  std::vector<int64_t> inverse(layout.size());
-  for (size_t i = 0; i < layout.size(); ++i)
-    inverse[static_cast<size_t>(layout[i])] = static_cast<int64_t>(i);
   deferred[op.getResult(0)] = [this, present, inverse]() {
     return b.node("Transpose", {present}, {OnnxAttr::list("perm", inverse)});
   };

@@ -381,6 +381,22 @@ bool OnnxLowering::run() {
   hoistSubgraphConstants(b.proto());
   eliminateCommonSubexpressions(b.proto());
   removeDeadNodes(b.proto());
+  // A graph fed a cache another graph computes (carry "input") does not
+  // declare the inputs only the computation read (Whisper's
+  // encoder_hidden_states in onnxruntime-genai's decoder).
+  bool fed = false;
+  ir::walk(module.graph.body, [&](const ir::Op &op) {
+    const std::string *carry = op.getKind() == OpKind::Cache
+                                   ? op.optAttr<std::string>("carry")
+                                   : nullptr;
+    fed |= carry && *carry == "input";
+  });
+  if (fed) {
+    std::set<std::string> arguments;
+    for (const auto &arg : module.graph.body.getArguments())
+      arguments.insert(arg->name);
+    removeUnreadInputs(b.proto(), arguments);
+  }
   return true;
 }
 

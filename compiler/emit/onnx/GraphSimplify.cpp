@@ -331,4 +331,22 @@ int removeDeadNodes(Graph &graph) {
   return removed;
 }
 
+int removeUnreadInputs(Graph &graph, const std::set<std::string> &candidates) {
+  std::set<std::string> read;
+  collectReads(graph, read);
+  for (const auto &vi : graph.output())
+    read.insert(vi.name());
+  google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> kept;
+  int removed = 0;
+  for (auto &vi : *graph.mutable_input()) {
+    if (candidates.count(vi.name()) && !read.count(vi.name())) {
+      ++removed;
+      continue;
+    }
+    *kept.Add() = std::move(vi);
+  }
+  graph.mutable_input()->Swap(&kept);
+  return removed;
+}
+
 } // namespace archc

@@ -4,13 +4,16 @@
 // chains of Reshapes and of Transposes into one node (the views the
 // lowering stacks up between a matmul and the next op), moving subgraph
 // constants out of their bodies, and removing nodes whose outputs nothing
-// reads.
+// reads and named inputs nothing reads.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ARCHC_EMIT_GRAPHSIMPLIFY_H
 #define ARCHC_EMIT_GRAPHSIMPLIFY_H
 
 #include <onnx/onnx_pb.h>
+
+#include <set>
+#include <string>
 
 namespace archc {
 
@@ -36,6 +39,12 @@ int hoistSubgraphConstants(onnx::GraphProto &graph);
 /// read by a later node (subgraph references included), and the same in
 /// every subgraph against its own outputs. Returns the number removed.
 int removeDeadNodes(onnx::GraphProto &graph);
+
+/// Removes the inputs of `graph` named in `candidates` that no node reads
+/// (subgraph references included) and no output passes on. Returns the
+/// number removed.
+int removeUnreadInputs(onnx::GraphProto &graph,
+                       const std::set<std::string> &candidates);
 
 } // namespace archc
 

@@ -92,6 +92,36 @@ bool genaiBindsStates(const ir::Module &m, std::string &whyNot) {
   return ok;
 }
 
+namespace {
+/// onnxruntime-genai's search section: the model's generation_config.json,
+/// with the model builder's fallbacks.
+nlohmann::ordered_json searchDefaults(const nlohmann::json *generation,
+                                      const nlohmann::json &maxLength) {
+  auto gen = [&](const char *key, nlohmann::json fallback) -> nlohmann::json {
+    if (generation && generation->is_object()) {
+      auto it = generation->find(key);
+      if (it != generation->end() && !it->is_null())
+        return *it;
+    }
+    return fallback;
+  };
+  return {{"diversity_penalty", gen("diversity_penalty", 0.0)},
+          {"do_sample", gen("do_sample", false)},
+          {"early_stopping", true},
+          {"length_penalty", gen("length_penalty", 1.0)},
+          {"max_length", maxLength},
+          {"min_length", 0},
+          {"no_repeat_ngram_size", gen("no_repeat_ngram_size", 0)},
+          {"num_beams", gen("num_beams", 1)},
+          {"num_return_sequences", gen("num_return_sequences", 1)},
+          {"past_present_share_buffer", false},
+          {"repetition_penalty", gen("repetition_penalty", 1.0)},
+          {"temperature", gen("temperature", 1.0)},
+          {"top_k", gen("top_k", generation ? 50 : 1)},
+          {"top_p", gen("top_p", 1.0)}};
+}
+} // namespace
+
 nlohmann::ordered_json makeGenaiConfig(const ir::Module &m,
                                        const nlohmann::json &cfg,
                                        const nlohmann::json *generation,
@@ -186,34 +216,126 @@ nlohmann::ordered_json makeGenaiConfig(const ir::Module &m,
           : m.name;
   model["type"] = genaiModelType(hfType);
   model["vocab_size"] = vocab;
-  // Search defaults: the model's generation_config.json, with the model
-  // builder's fallbacks.
-  auto gen = [&](const char *key, nlohmann::json fallback) -> nlohmann::json {
-    if (generation && generation->is_object()) {
-      auto it = generation->find(key);
-      if (it != generation->end() && !it->is_null())
-        return *it;
+  nlohmann::json maxLength = context.is_null() ? nlohmann::json(4096) : context;
+  ordered_json search = searchDefaults(generation, maxLength);
+  ordered_json root = {{"model", model}, {"search", search}};
+  return root;
+}
+
+namespace {
+/// An integer config field the graph bound, or 0.
+int64_t boundInt(const ir::Module &m, const char *key) {
+  auto it = m.info.find(key);
+  if (it == m.info.end())
+    return 0;
+  const int64_t *v = std::get_if<int64_t>(&it->second);
+  return v ? *v : 0;
+}
+
+/// A token id: generation_config.json's (what generate() uses), else
+/// config.json's; null when neither has one.
+nlohmann::json tokenId(const nlohmann::json *generation,
+                       const nlohmann::json &config, const char *key) {
+  if (generation && generation->is_object() && generation->contains(key) &&
+      !(*generation)[key].is_null())
+    return (*generation)[key];
+  return config.is_object() && config.contains(key) ? config[key]
+                                                    : nlohmann::json();
+}
+} // namespace
+
+nlohmann::ordered_json makeWhisperGenaiConfig(const ir::Module &encoder,
+                                              const ir::Module &decoder,
+                                              const nlohmann::json &config,
+                                              const nlohmann::json *generation,
+                                              const std::string &encoderFile,
+                                              const std::string &decoderFile) {
+  using nlohmann::ordered_json;
+  int64_t hidden = boundInt(decoder, "d_model");
+  int64_t decoderHeads = boundInt(decoder, "decoder_attention_heads");
+  int64_t encoderHeads = boundInt(encoder, "encoder_attention_heads");
+  const ordered_json session = {{"log_id", "onnxruntime-genai"},
+                                {"provider_options", ordered_json::array()}};
+  ordered_json enc;
+  enc["session_options"] = session;
+  enc["filename"] = encoderFile;
+  enc["head_size"] = encoderHeads ? hidden / encoderHeads : 0;
+  enc["hidden_size"] = hidden;
+  enc["inputs"] = {{"audio_features", "input_features"}};
+  enc["outputs"] = {{"encoder_hidden_states", "encoder_hidden_states"},
+                    {"cross_present_key_names", "present.%d.encoder.key"},
+                    {"cross_present_value_names", "present.%d.encoder.value"}};
+  enc["num_attention_heads"] = encoderHeads;
+  enc["num_hidden_layers"] = boundInt(encoder, "encoder_layers");
+  ordered_json dec;
+  dec["session_options"] = session;
+  dec["filename"] = decoderFile;
+  dec["head_size"] = decoderHeads ? hidden / decoderHeads : 0;
+  dec["hidden_size"] = hidden;
+  dec["inputs"] = {
+      {"input_ids", "input_ids"},
+      {"past_key_names", "past_key_values.%d.decoder.key"},
+      {"past_value_names", "past_key_values.%d.decoder.value"},
+      {"cross_past_key_names", "past_key_values.%d.encoder.key"},
+      {"cross_past_value_names", "past_key_values.%d.encoder.value"}};
+  dec["outputs"] = {{"logits", "logits"},
+                    {"present_key_names", "present.%d.decoder.key"},
+                    {"present_value_names", "present.%d.decoder.value"}};
+  dec["num_attention_heads"] = decoderHeads;
+  dec["num_hidden_layers"] = boundInt(decoder, "decoder_layers");
+  dec["num_key_value_heads"] = decoderHeads;
+  ordered_json model;
+  nlohmann::json bos = tokenId(generation, config, "bos_token_id");
+  if (!bos.is_null())
+    model["bos_token_id"] = bos;
+  int64_t context = boundInt(decoder, "max_target_positions");
+  model["context_length"] = context;
+  model["decoder"] = dec;
+  model["encoder"] = enc;
+  for (const char *k : {"eos_token_id", "pad_token_id"}) {
+    nlohmann::json id = tokenId(generation, config, k);
+    if (!id.is_null())
+      model[k] = id;
+  }
+  model["type"] = "whisper";
+  model["vocab_size"] = boundInt(decoder, "vocab_size");
+  return {{"model", model},
+          {"search", searchDefaults(generation, nlohmann::json(context))}};
+}
+
+nlohmann::ordered_json
+makeWhisperAudioProcessorConfig(const nlohmann::json *preprocessor,
+                                int64_t melBins) {
+  using nlohmann::ordered_json;
+  // WhisperFeatureExtractor's defaults, overridden by the model's file.
+  auto field = [&](const char *key, int64_t fallback) -> int64_t {
+    if (preprocessor && preprocessor->is_object()) {
+      auto it = preprocessor->find(key);
+      if (it != preprocessor->end() && it->is_number_integer())
+        return it->get<int64_t>();
     }
     return fallback;
   };
-  nlohmann::json maxLength = context.is_null() ? nlohmann::json(4096) : context;
-  ordered_json search = {
-      {"diversity_penalty", gen("diversity_penalty", 0.0)},
-      {"do_sample", gen("do_sample", false)},
-      {"early_stopping", true},
-      {"length_penalty", gen("length_penalty", 1.0)},
-      {"max_length", maxLength},
-      {"min_length", 0},
-      {"no_repeat_ngram_size", gen("no_repeat_ngram_size", 0)},
-      {"num_beams", gen("num_beams", 1)},
-      {"num_return_sequences", gen("num_return_sequences", 1)},
-      {"past_present_share_buffer", false},
-      {"repetition_penalty", gen("repetition_penalty", 1.0)},
-      {"temperature", gen("temperature", 1.0)},
-      {"top_k", gen("top_k", generation ? 50 : 1)},
-      {"top_p", gen("top_p", 1.0)}};
-  ordered_json root = {{"model", model}, {"search", search}};
-  return root;
+  int64_t nFft = field("n_fft", 400), hop = field("hop_length", 160);
+  int64_t chunk = field("chunk_length", 30);
+  ordered_json decoder = {
+      {"operation", {{"name", "audio_decoder"}, {"type", "AudioDecoder"}}}};
+  ordered_json stft = {
+      {"operation",
+       {{"name", "STFT"},
+        {"type", "STFTNorm"},
+        {"attrs",
+         {{"n_fft", nFft}, {"frame_length", nFft}, {"hop_length", hop}}}}}};
+  ordered_json mel = {{"operation",
+                       {{"name", "log_mel_spectrogram"},
+                        {"type", "LogMelSpectrum"},
+                        {"attrs",
+                         {{"chunk_size", chunk},
+                          {"hop_length", hop},
+                          {"n_fft", nFft},
+                          {"n_mel", melBins}}}}}};
+  return {{"feature_extraction",
+           {{"sequence", ordered_json::array({decoder, stft, mel})}}}};
 }
 
 } // namespace archc

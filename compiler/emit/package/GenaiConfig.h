@@ -38,6 +38,27 @@ nlohmann::ordered_json makeGenaiConfig(const ir::Module &m,
                                        const std::string &modelFile,
                                        bool kvCache);
 
+/// onnxruntime-genai's genai_config.json for a Whisper package: the
+/// encoder graph in `encoderFile` (input_features -> encoder_hidden_states
+/// and every decoder layer's present.{i}.encoder.key / .value) and the
+/// decoder in `decoderFile` (fed those as past_key_values.{i}.encoder.*),
+/// both relative to the config's folder. Sizes come from the graphs' bound
+/// config fields, token ids as for makeGenaiConfig.
+nlohmann::ordered_json makeWhisperGenaiConfig(const ir::Module &encoder,
+                                              const ir::Module &decoder,
+                                              const nlohmann::json &config,
+                                              const nlohmann::json *generation,
+                                              const std::string &encoderFile,
+                                              const std::string &decoderFile);
+
+/// onnxruntime-genai's audio_processor_config.json for Whisper (its log-mel
+/// front end: STFT and mel filter sizes), from the model's
+/// preprocessor_config.json (`preprocessor`, may be null) or Whisper's
+/// defaults, with the model's `melBins` filters.
+nlohmann::ordered_json
+makeWhisperAudioProcessorConfig(const nlohmann::json *preprocessor,
+                                int64_t melBins);
+
 } // namespace archc
 
 #endif // ARCHC_EMIT_PACKAGE_GENAICONFIG_H

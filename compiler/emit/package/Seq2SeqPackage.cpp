@@ -102,10 +102,27 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
   };
   std::vector<Lowered> lowered;
   bool ok = true;
-  for (const char *name : {"encoder", "decoder"}) {
+  // onnxruntime-genai runs Whisper only, from its own pair of graphs (the
+  // arch's genai_encoder / genai_decoder): an encoder that also outputs
+  // every layer's cross-attention keys and values, and a decoder fed them
+  // (no encoder_hidden_states, no use_cache_branch).
+  const nlohmann::json emptyConfig = nlohmann::json::object();
+  const nlohmann::json &config = opts.config ? *opts.config : emptyConfig;
+  std::string type = config.value("model_type", "");
+  bool genai = opts.genaiConfig && graphNamed(graphs, "genai_encoder") &&
+               graphNamed(graphs, "genai_decoder");
+  std::vector<std::string> names = {"encoder", "decoder"};
+  if (genai) {
+    names.push_back("genai_encoder");
+    names.push_back("genai_decoder");
+  }
+  for (const std::string &name : names) {
     Lowered &l = lowered.emplace_back();
     l.name = name;
-    l.stem = l.name == "encoder" ? "encoder_model" : "decoder_model_merged";
+    l.stem = l.name == "encoder"         ? "encoder_model"
+             : l.name == "decoder"       ? "decoder_model_merged"
+             : l.name == "genai_encoder" ? "encoder_model"
+                                         : "decoder_model";
     l.module = graphNamed(graphs, name);
     l.model.set_ir_version(onnx::IR_VERSION);
     l.model.set_producer_name("archc");
@@ -192,32 +209,36 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
   OutputSet set;
   if (!set.begin(outDir.string(), diags))
     return false;
-  const nlohmann::json emptyConfig = nlohmann::json::object();
-  const nlohmann::json &config = opts.config ? *opts.config : emptyConfig;
   uint64_t total = 0;
   for (const Lowered &l : lowered)
     total += l.plan->totalBytes();
   ProgressBar bar("binding weights", total,
                   opts.progress && source != WeightSource::Layout);
-  std::map<std::string, unsigned> chunks;
+  // Data file counts per model file: transformers.js' (config.json lists
+  // them) and all of them (stale files, the summary).
+  std::map<std::string, unsigned> chunks, allChunks;
   std::map<std::string, std::string> files;
   for (Lowered &l : lowered) {
     std::string file =
         seq2seqModelFile(l.stem, l.module->activationDType, opts.quant);
+    if (l.name.starts_with("genai_")) // encoder_model_fp16.genai.onnx
+      file = file.substr(0, file.size() - 5) + ".genai.onnx";
     std::string rel = "onnx/" + file;
     files[l.name] = rel;
     WeightStats stats;
     if (opts.embedWeights) {
       if (!l.plan->embed(*l.model.mutable_graph(), diags, stats, &bar))
         return false;
-      chunks[file] = 0;
+      allChunks[file] = 0;
     } else {
       ExternalDataWriter data(set, "onnx", file, opts.dataChunkBytes,
                               source == WeightSource::Layout, &bar);
       if (!l.plan->writeExternal(*l.model.mutable_graph(), data, diags, stats))
         return false;
-      chunks[file] = static_cast<unsigned>(data.files().size());
+      allChunks[file] = static_cast<unsigned>(data.files().size());
     }
+    if (!l.name.starts_with("genai_"))
+      chunks[file] = allChunks[file];
     fs::path stagedDir = fs::path(set.stagingDirectory()) / "onnx";
     if (!checkModel(stagedDir.string(), l.model, diags) ||
         !writeProto(l.model, set.stage(rel), set.finalPath(rel), diags))
@@ -261,22 +282,49 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
                    diags))
       return false;
   }
-  // onnxruntime-genai runs Whisper only, and from another pair of graphs:
-  // an encoder that also outputs every layer's cross-attention keys and
-  // values, and a decoder fed them (no encoder_hidden_states, no
-  // use_cache_branch). This package is transformers.js' and Optimum's.
-  std::string type = config.value("model_type", "");
-  if (opts.genaiConfig)
-    diags.report(
-        Severity::Note, SourceRange(),
-        type == "whisper"
-            ? std::string("genai_config.json not written: onnxruntime-genai's "
-                          "Whisper takes an encoder that outputs the "
-                          "cross-attention cache and a decoder fed it, not "
-                          "this package's merged decoder")
-            : "genai_config.json not written: onnxruntime-genai "
-              "runs Whisper among the encoder-decoders, not '" +
-                  type + "'");
+  if (genai) {
+    const ir::Module &encoder = *graphNamed(graphs, "genai_encoder");
+    nlohmann::ordered_json genaiConfig = makeWhisperGenaiConfig(
+        encoder, *graphNamed(graphs, "genai_decoder"), config,
+        generation.is_object() ? &generation : nullptr, files["genai_encoder"],
+        files["genai_decoder"]);
+    if (!writeText(set, "genai_config.json", genaiConfig.dump(4) + "\n", diags))
+      return false;
+    // onnxruntime-genai's own log-mel front end, unless the input folder
+    // brings one (copied below).
+    std::error_code ec;
+    if (opts.inputDir.empty() ||
+        !fs::exists(fs::path(opts.inputDir) / "audio_processor_config.json",
+                    ec)) {
+      nlohmann::json preprocessor =
+          opts.inputDir.empty()
+              ? nlohmann::json()
+              : readJsonIfPresent(fs::path(opts.inputDir) /
+                                      "preprocessor_config.json",
+                                  /*input=*/true);
+      nlohmann::ordered_json audio = makeWhisperAudioProcessorConfig(
+          preprocessor.is_object() ? &preprocessor : nullptr,
+          bound(encoder, "num_mel_bins").value_or(0));
+      if (!writeText(set, "audio_processor_config.json", audio.dump(4) + "\n",
+                     diags))
+        return false;
+    }
+    // onnxruntime-genai reads 30 s of audio (3000 frames) into Whisper's
+    // encoder, whatever the model's size.
+    int64_t frames = 2 * bound(encoder, "max_source_positions").value_or(0);
+    if (frames != 3000)
+      diags.warning(SourceRange(),
+                    fmt::format("onnxruntime-genai feeds Whisper 3000 frames "
+                                "of audio features; this model's encoder "
+                                "takes {} (max_source_positions {}), so "
+                                "onnxruntime-genai will refuse its input",
+                                frames, frames / 2));
+  } else if (opts.genaiConfig) {
+    diags.report(Severity::Note, SourceRange(),
+                 "genai_config.json not written: onnxruntime-genai runs "
+                 "Whisper among the encoder-decoders, not '" +
+                     type + "'");
+  }
   if (!opts.inputDir.empty()) {
     std::vector<std::string> copy = tokenizerFileNames();
     for (const std::string &n : processorFiles())
@@ -287,7 +335,7 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
   }
   // Earlier data files of these model files that this emission does not
   // write.
-  for (const auto &[file, n] : chunks)
+  for (const auto &[file, n] : allChunks)
     set.removeStale({"onnx"}, [file = file](const std::string &rel) {
       return isExternalDataOf(file, fs::path(rel).filename().string());
     });
@@ -309,8 +357,12 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
                               outDir.string(), outDir.string()));
   diags.flush(); // the notes and warnings first, the summary last
   if (opts.summary) {
-    std::string list =
-        describeModelFiles({files["encoder"], files["decoder"]}, chunks);
+    std::vector<std::string> modelFiles = {files["encoder"], files["decoder"]};
+    if (genai) {
+      modelFiles.push_back(files["genai_encoder"]);
+      modelFiles.push_back(files["genai_decoder"]);
+    }
+    std::string list = describeModelFiles(modelFiles, allChunks);
     std::string dir = outDir.string();
     fmt::print(stderr,
                "archc: wrote encoder-decoder model folder '{}': {}, "
@@ -322,6 +374,11 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
                type == "whisper" ? "AutoModelForSpeechSeq2Seq"
                                  : "AutoModelForSeq2SeqLM",
                dir, transformersJsDtype(decoder.activationDType, tag));
+    if (genai)
+      fmt::print(stderr,
+                 "  onnxruntime-genai: og.Model('{}')  // genai_config.json: "
+                 "{} and {}\n",
+                 dir, files["genai_encoder"], files["genai_decoder"]);
   }
   return true;
 }

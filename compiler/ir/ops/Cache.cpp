@@ -9,6 +9,10 @@
 // the first decode call and carries them unchanged afterwards: its present
 // state is the new entries in storage layout, or the past state itself when
 // the graph's `use_cache_branch` input says the state was already computed.
+// `carry` splits such a cache between two graphs, as onnxruntime-genai's
+// Whisper does: "output" exports the entries as a present state (the
+// encoder graph computes them) and "input" reads them from a past state
+// alone (the decoder graph is fed them; what would compute them is dead).
 //
 //===----------------------------------------------------------------------===//
 #include "ir/OpRules.h"
@@ -31,6 +35,14 @@ bool inferCache(Op &op, DiagnosticEngine &d) {
   const Value *pastValue = op.operand("past");
   if (!pastValue) {
     op.getResult(0)->type = x;
+    if (op.getNumResults() > 1) {
+      // carry "output": the entries themselves, in storage layout.
+      std::vector<int64_t> layout = cacheLayout(x.rank());
+      TensorType present(x.dtype, {});
+      for (int64_t axis : layout)
+        present.dims.push_back(x.dims[axis]);
+      op.getResult(1)->type = present;
+    }
     return true;
   }
   // With a past state: full = concat(past, x) along seq (computed once: x).
@@ -52,9 +64,19 @@ bool inferCache(Op &op, DiagnosticEngine &d) {
     return false;
   }
   const bool *once = op.optAttr<bool>("once");
+  const std::string *carry = op.optAttr<std::string>("carry");
   TensorType full = x;
   if (!once || !*once)
     full.dims[1] = past.dims[seqPos] + x.dims[1];
+  else if (carry && *carry == "input")
+    full.dims[1] = past.dims[seqPos]; // the entries fed in, not x
+  if (op.getNumResults() > 1 && carry) {
+    reportOpError(d, op,
+                  fmt::format("a cache carried as '{}' has no present state "
+                              "beside its past",
+                              *carry));
+    return false;
+  }
   TensorType present = past;
   present.dims[seqPos] = full.dims[1];
   op.getResult(0)->type = full;
@@ -65,6 +87,21 @@ bool inferCache(Op &op, DiagnosticEngine &d) {
 
 bool verifyCache(const Op &op, DiagnosticEngine &d) {
   const bool *once = op.optAttr<bool>("once");
+  if (const std::string *carry = op.optAttr<std::string>("carry")) {
+    if (!(once && *once)) {
+      reportOpError(d, op,
+                    "carry splits a cache computed once between two graphs: "
+                    "it needs once: true");
+      return false;
+    }
+    if (op.hasOperand("use_cache")) {
+      reportOpError(d, op,
+                    "a cache carried as '" + *carry +
+                        "' has no use_cache operand (one graph computes it, "
+                        "the other reads it)");
+      return false;
+    }
+  }
   if (op.hasOperand("use_cache") && !(once && *once)) {
     reportOpError(d, op,
                   "use_cache selects the carried state of a cache computed "
@@ -106,6 +143,13 @@ void addCacheSchemas(SchemaList &out) {
                    "computed once and carried (cross-attention keys and "
                    "values); the past state's length is the computed "
                    "entries', not a prefix of them")
+          .optAttr("carry", AttrType::Enum,
+                   "with once, the graph's share of a cache split between "
+                   "two graphs (onnxruntime-genai's Whisper): \"output\" "
+                   "exports the entries as the present state (no past), "
+                   "\"input\" reads them from the past state alone (no "
+                   "present; x is not computed)")
+          .allowed({"input", "output"})
           .passOperand("past", "the past state (kv-cache pass)")
           .passOperand("use_cache", "bool [1]: the past state of a cache "
                                     "computed once holds it (kv-cache pass)")
