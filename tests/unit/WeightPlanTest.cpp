@@ -485,3 +485,57 @@ TEST(WeightPlan, QuantizedStackHoldsTheCodesOfTheFloatStacksRows) {
     }
   }
 }
+
+// A plan shares the bytes another plan wrote (onnxruntime-genai's Whisper
+// graphs reading transformers.js' data files) only where every weight is
+// stored the same way: a weight transposed in one plan and not in the other
+// is not the same bytes, and the graph is left unchanged.
+TEST(WeightPlan, SharesWrittenBytesOnlyWhenStoredTheSameWay) {
+  test::ScratchDir dir;
+  SourceMgr sm;
+  DiagnosticEngine diags(sm);
+  OutputSet set;
+  ASSERT_TRUE(set.begin(dir.path.string(), diags));
+  WeightPlan first(WeightSource::Random, nullptr, 7);
+  first.use("a", matrix(ir::DType::F32, 4, 6), /*transposed=*/true);
+  first.use("b", matrix(ir::DType::F32, 6, 6));
+  ASSERT_TRUE(first.validate(diags, ""));
+  onnx::GraphProto written;
+  WeightStats stats;
+  {
+    ExternalDataWriter out(set, "", "first.onnx", 1 << 20, false, nullptr);
+    ASSERT_TRUE(first.writeExternal(written, out, diags, stats));
+  }
+  std::vector<WeightPlan::Written> from = {{&first, &written}};
+
+  WeightPlan same(WeightSource::Random, nullptr, 7);
+  same.use("b", matrix(ir::DType::F32, 6, 6));
+  same.use("a", matrix(ir::DType::F32, 4, 6), /*transposed=*/true);
+  ASSERT_TRUE(same.validate(diags, ""));
+  onnx::GraphProto g;
+  ASSERT_TRUE(same.shareExternal(g, from));
+  ASSERT_EQ(g.initializer_size(), 2);
+  for (const onnx::TensorProto &t : g.initializer()) {
+    const onnx::TensorProto *w = nullptr;
+    for (const onnx::TensorProto &x : written.initializer())
+      if (x.name() == t.name())
+        w = &x;
+    ASSERT_NE(w, nullptr) << t.name();
+    EXPECT_EQ(t.SerializeAsString(), w->SerializeAsString()) << t.name();
+  }
+
+  WeightPlan other(WeightSource::Random, nullptr, 7);
+  other.use("b", matrix(ir::DType::F32, 6, 6));
+  other.use("a", matrix(ir::DType::F32, 4, 6)); // not transposed
+  ASSERT_TRUE(other.validate(diags, ""));
+  onnx::GraphProto h;
+  EXPECT_FALSE(other.shareExternal(h, from));
+  EXPECT_EQ(h.initializer_size(), 0);
+
+  WeightPlan extra(WeightSource::Random, nullptr, 7);
+  extra.use("c", matrix(ir::DType::F32, 2, 2)); // written by no plan
+  ASSERT_TRUE(extra.validate(diags, ""));
+  EXPECT_FALSE(extra.shareExternal(h, from));
+  EXPECT_EQ(h.initializer_size(), 0);
+  set.discard();
+}

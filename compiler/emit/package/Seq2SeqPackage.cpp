@@ -217,6 +217,7 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
   // Data file counts per model file: transformers.js' (config.json lists
   // them) and all of them (stale files, the summary).
   std::map<std::string, unsigned> chunks, allChunks;
+  std::set<std::string> sharedFiles; // read transformers.js' data files
   std::map<std::string, std::string> files;
   for (Lowered &l : lowered) {
     std::string file =
@@ -226,7 +227,19 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
     std::string rel = "onnx/" + file;
     files[l.name] = rel;
     WeightStats stats;
-    if (opts.embedWeights) {
+    // onnxruntime-genai's graphs read the bytes transformers.js' pair wrote
+    // (the encoder's and the decoder's files, same folder) where every
+    // weight is stored the same way; else their own data files.
+    std::vector<WeightPlan::Written> written;
+    if (l.name.starts_with("genai_") && !opts.embedWeights)
+      for (const Lowered &w : lowered)
+        if (!w.name.starts_with("genai_"))
+          written.push_back({w.plan.get(), &w.model.graph()});
+    if (!written.empty() &&
+        l.plan->shareExternal(*l.model.mutable_graph(), written)) {
+      allChunks[file] = 0;
+      sharedFiles.insert(rel);
+    } else if (opts.embedWeights) {
       if (!l.plan->embed(*l.model.mutable_graph(), diags, stats, &bar))
         return false;
       allChunks[file] = 0;
@@ -377,8 +390,11 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
     if (genai)
       fmt::print(stderr,
                  "  onnxruntime-genai: og.Model('{}')  // genai_config.json: "
-                 "{} and {}\n",
-                 dir, files["genai_encoder"], files["genai_decoder"]);
+                 "{} and {}{}\n",
+                 dir, files["genai_encoder"], files["genai_decoder"],
+                 sharedFiles.size() == 2
+                     ? " (reading the data files of the pair above)"
+                     : "");
   }
   return true;
 }

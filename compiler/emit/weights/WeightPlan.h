@@ -240,6 +240,19 @@ public:
   /// files, placed and written by `out` (which it finishes).
   bool writeExternal(onnx::GraphProto &graph, ExternalDataWriter &out,
                      DiagnosticEngine &diags, WeightStats &stats) const;
+  /// A plan whose writeExternal filled `graph`: bytes another plan may
+  /// share (shareExternal).
+  struct Written {
+    const WeightPlan *plan;
+    const onnx::GraphProto *graph;
+  };
+  /// Adds to `graph` the initializers of every entry as references to bytes
+  /// one of `written` already wrote: an entry of the same name stored the
+  /// same way (shape, transpose, stacking, quantization) whose views are
+  /// external data. Returns false, leaving `graph` unchanged, unless every
+  /// entry has one. The files referenced lie in the other graph's folder.
+  bool shareExternal(onnx::GraphProto &graph,
+                     const std::vector<Written> &written) const;
   /// Adds the initializers with their data inside the model proto;
   /// `progress` (optional) counts the bytes.
   bool embed(onnx::GraphProto &graph, DiagnosticEngine &diags,

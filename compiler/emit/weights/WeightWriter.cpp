@@ -432,6 +432,70 @@ bool WeightPlan::writeExternal(onnx::GraphProto &graph, ExternalDataWriter &out,
   return out.finish(diags);
 }
 
+namespace {
+bool sameLayout(const ir::QuantLayout &a, const ir::QuantLayout &b) {
+  return a.bits == b.bits && a.block == b.block && a.rows == b.rows &&
+         a.cols == b.cols && a.experts == b.experts &&
+         a.symmetric == b.symmetric && a.scaleBits == b.scaleBits;
+}
+} // namespace
+
+bool WeightPlan::shareExternal(onnx::GraphProto &graph,
+                               const std::vector<Written> &written) const {
+  // Every view's external reference, found before anything is added.
+  std::vector<std::pair<const View *, const onnx::TensorProto *>> refs;
+  for (const Entry &e : entries) {
+    bool found = false;
+    for (const Written &w : written) {
+      auto at = w.plan->index.find(e.name);
+      if (at == w.plan->index.end())
+        continue;
+      const Entry &o = w.plan->entries[at->second];
+      // Stored the same way: the same bytes (expert block stacks and
+      // graph-input weights are not compared, so never shared).
+      if (e.blocks || o.blocks || e.inOut || o.inOut ||
+          o.type.str() != e.type.str() || o.shape != e.shape ||
+          o.plain != e.plain || o.quantized != e.quantized ||
+          (e.quantized && !sameLayout(o.layout, e.layout)) ||
+          o.members != e.members ||
+          o.membersTransposed != e.membersTransposed ||
+          o.interleave != e.interleave || o.parts != e.parts ||
+          o.partAxis != e.partAxis || o.transposed != e.transposed ||
+          o.views.size() != e.views.size())
+        continue;
+      std::vector<std::pair<const View *, const onnx::TensorProto *>> mine;
+      for (size_t v = 0; v < e.views.size(); ++v) {
+        const View &a = e.views[v], &b = o.views[v];
+        if (a.name != b.name || a.dims != b.dims || a.onnxType != b.onnxType ||
+            a.region != b.region || a.offset != b.offset || a.bytes != b.bytes)
+          break;
+        const onnx::TensorProto *t = nullptr;
+        for (const onnx::TensorProto &init : w.graph->initializer())
+          if (init.name() == b.name &&
+              init.data_location() == onnx::TensorProto_DataLocation_EXTERNAL)
+            t = &init;
+        if (!t)
+          break;
+        mine.push_back({&a, t});
+      }
+      if (mine.size() != e.views.size())
+        continue;
+      refs.insert(refs.end(), mine.begin(), mine.end());
+      found = true;
+      break;
+    }
+    if (!found)
+      return false;
+  }
+  for (const auto &[v, from] : refs) {
+    onnx::TensorProto *t = graph.add_initializer();
+    describe(t, v->name, v->dims, v->onnxType);
+    t->set_data_location(onnx::TensorProto_DataLocation_EXTERNAL);
+    *t->mutable_external_data() = from->external_data();
+  }
+  return true;
+}
+
 // The embedded model is at most 2 GiB (one protobuf), and its initializers
 // are built in memory: this path is bounded by that limit, not by tiles.
 bool WeightPlan::embed(onnx::GraphProto &graph, DiagnosticEngine &diags,
