@@ -3,15 +3,17 @@
 // (../shared/hf-golden-vlm), emitted as `archc CASE -emit=onnx -o OUT/`:
 //   (w) -emit=weights lists the checkpoint's tensors, names and shapes;
 //   (v) the vision encoder reproduces HF's image_features from pixel_values
-//       (and image_grid_thw / pixel_attention_mask);
-//   (e) the embedding graph's outputs beside inputs_embeds are what HF
-//       derives from input_ids (Qwen3-VL's visual_pos_masks);
+//       (and image_grid_thw / pixel_attention_mask) in its first hidden
+//       channels; its side channels after them are Gemma 3's image marker
+//       (all 1) or Qwen3-VL's deepstack features (checked through (a));
+//   (e) the embedding graph's inputs_embeds carry zeros in the side
+//       channels at text tokens and the features' at image tokens, so
+//       Gemma 3's marker channel is HF's token_type_ids (the processor's);
 //   (a) vision, embedding and decoder chained reproduce the full-forward
-//       logits of the batch-2 input (Gemma 3 with token_type_ids, Qwen with
-//       HF's M-RoPE position_ids, Qwen3-VL with deepstack); the decoder is
-//       fed only the text model's inputs, the embedding graph's outputs and
-//       the vision encoder's (and Gemma 3's token_type_ids): an input no
-//       graph produces fails;
+//       logits of the batch-2 input (Gemma 3's bidirectional image blocks,
+//       Qwen with HF's M-RoPE position_ids, Qwen3-VL with deepstack); the
+//       decoder is fed only what transformers.js feeds it (inputs_embeds,
+//       attention_mask, position_ids, the cache): any other input fails;
 //   (g) row 0 with image 0: prefill then 6 single-token steps through the
 //       KV cache (text-only embedding calls, zero-row image features) give
 //       HF's greedy tokens exactly and its step logits;
@@ -167,48 +169,51 @@ async function main() {
     }
     return v;
   };
-  // Per-model decoder inputs of token rows `r` beside the text model's and
-  // the embedding graph's outputs: the vision encoder's other outputs
-  // (Qwen3-VL's deepstack_features) and Gemma 3's token_type_ids (the
-  // processor's). Qwen3-VL's visual_pos_masks comes from the embedding
-  // graph (checked against input_ids == image_token_id below).
-  const extras = (r, vision, tokenTypes) => {
-    const e = {};
-    const b = r.length, s = r[0].length;
-    if (type === 'gemma3') e.token_type_ids = i64(tokenTypes.flat(), [b, s]);
-    for (const [n, t] of Object.entries(vision)) if (n !== 'image_features') e[n] = t;
-    return e;
-  };
-  const tokenTypesOf = (b) => exp.token_type_ids
-    ? range(0, S).map((s) => Number(exp.token_type_ids.data[b * S + s])) : null;
   const positionsOf = (bs, lo, hi) => (qwen
     ? range(0, 3).map((a) => bs.map((b) => range(lo, hi).map((s) =>
       Number(exp.position_ids.data[(a * B + b) * S + s]))))
     : bs.map(() => range(lo, hi)));
 
-  // (v) vision features, both images.
+  // (v) vision features, both images: HF's in the first D channels of
+  // each row, the side channels after them.
   const vision = await pkg.encode(visionInputs(0, B));
   const feats = values(vision.image_features);
   const featRef = exp.image_features.data;
-  check('(v) image_features', feats.length === featRef.length
-    ? maxAbsDiff(feats, 0, featRef, 0, featRef.length) : Infinity,
-  relTol * Math.max(1, maxAbs(featRef)));
+  const [N, D] = exp.image_features.shape;
+  const W = vision.image_features.dims[1];
+  let featDiff = vision.image_features.dims[0] === N && W >= D ? 0 : Infinity;
+  for (let i = 0; i < N && featDiff !== Infinity; i++)
+    featDiff = Math.max(featDiff, maxAbsDiff(feats, i * W, featRef, i * D, D));
+  check('(v) image_features', featDiff, relTol * Math.max(1, maxAbs(featRef)));
+  if (type === 'gemma3') {
+    // One marker channel, 1 at every image token.
+    let ok = W === D + 1;
+    for (let i = 0; ok && i < N; i++) ok = feats[i * W + D] === 1;
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${half ? ' f16' : ''} (v) image marker channel: ${W - D} ` +
+      'channel(s) after the features, all 1');
+    if (!ok) failures.push('(v) image marker');
+  }
 
   // (a) batch-2 prefill through embedding and decoder.
   const embeds = await pkg.embed(rows, vision.image_features);
-  // The embedding graph's other outputs are what HF derives from input_ids
-  // (Qwen3-VL: visual_pos_masks = input_ids == image_token_id).
-  for (const [n, t] of Object.entries(embeds)) {
-    if (n === 'inputs_embeds') continue;
-    const want = rows.flat().map((tok) => (tok === imageToken ? 1 : 0));
-    const got = Array.from(t.data, Number);
-    const ok = n === 'visual_pos_masks' && got.length === want.length && got.every((v, i) => v === want[i]);
-    console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${half ? ' f16' : ''} (e) embedding output ${n} = input_ids == image_token_id`);
-    if (!ok) failures.push(`(e) ${n}`);
+  // (e) The side channels of inputs_embeds: the features' at image tokens
+  // (in order), zeros at text tokens; Gemma 3's marker is the processor's
+  // token_type_ids.
+  {
+    const e = values(embeds.inputs_embeds);
+    let ok = embeds.inputs_embeds.dims.join() === [B, S, W].join(), img = 0;
+    for (let t = 0; ok && t < B * S; t++) {
+      const isImage = rows.flat()[t] === imageToken;
+      for (let c = D; ok && c < W; c++) ok = e[t * W + c] === (isImage ? feats[img * W + c] : 0);
+      if (isImage) img++;
+      if (ok && exp.token_type_ids) ok = e[t * W + D] === Number(exp.token_type_ids.data[t]);
+    }
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${half ? ' f16' : ''} (e) inputs_embeds side channels (${W - D}): ` +
+      `the features' at image tokens, zeros elsewhere${exp.token_type_ids ? '; marker = token_type_ids' : ''}`);
+    if (!ok) failures.push('(e) side channels');
   }
   const full = await pkg.decode(embeds, rows.map(() => new Array(S).fill(1)),
-    positionsOf(range(0, B), 0, S), pkg.emptyState(B),
-    extras(rows, vision, range(0, B).map(tokenTypesOf)));
+    positionsOf(range(0, B), 0, S), pkg.emptyState(B));
   check('(a) prefill logits', maxAbsDiff(full.logits, 0, ref.data, 0, B * S * V), tol);
 
   // (g) greedy continuation of row 0 through the cache.
@@ -218,7 +223,7 @@ async function main() {
   const want = range(S, S + steps).map((k) => Number(gIds.data[k]));
   const v0 = await pkg.encode(visionInputs(0, 1));
   let out = await pkg.decode(await pkg.embed([rows[0]], v0.image_features), [new Array(S).fill(1)],
-    positionsOf([0], 0, S), pkg.emptyState(1), extras([rows[0]], v0, [tokenTypesOf(0)]));
+    positionsOf([0], 0, S), pkg.emptyState(1));
   const got = [];
   let worst = 0, lastToken = argmax(out.logits, (S - 1) * V, V);
   let tokensOk = true;
@@ -238,7 +243,7 @@ async function main() {
       ? range(0, 3).map((a) => [[Number(exp.greedy_position_ids.data[a * (S + steps) + t])]])
       : [[t]];
     const e = await pkg.embed([[lastToken]], null);
-    out = await pkg.decode(e, [new Array(t + 1).fill(1)], pos, out.state, {});
+    out = await pkg.decode(e, [new Array(t + 1).fill(1)], pos, out.state);
   }
   console.log(`${tokensOk ? 'ok  ' : 'FAIL'} ${name}${half ? ' f16' : ''} (g) greedy tokens ${JSON.stringify(got)} (HF ${JSON.stringify(want)})`);
   if (!tokensOk) failures.push('(g) greedy tokens');
@@ -262,14 +267,14 @@ async function main() {
     let a = await text.step([prompt], [new Array(P).fill(1)], [range(0, P)], text.emptyState(1));
     const pos3 = (lo, hi) => (qwen ? range(0, 3).map(() => [range(lo, hi)]) : [range(lo, hi)]);
     let p = await pkg.decode(await pkg.embed([prompt], null), [new Array(P).fill(1)], pos3(0, P),
-      pkg.emptyState(1), {});
+      pkg.emptyState(1));
     let diff = maxAbsDiff(p.logits, 0, a.logits, 0, P * V);
     for (let j = 0; j < 2; j++) {
       const tok = argmax(a.logits, (j === 0 ? P - 1 : 0) * V, V);
       const t = P + j;
       a = await text.step([[tok]], [new Array(t + 1).fill(1)], [[t]], a.state);
       p = await pkg.decode(await pkg.embed([[tok]], null), [new Array(t + 1).fill(1)], pos3(t, t + 1),
-        p.state, {});
+        p.state);
       diff = Math.max(diff, maxAbsDiff(p.logits, 0, a.logits, 0, V));
     }
     check('(t) text-only package = text model', diff, tol);

@@ -145,9 +145,9 @@ TEST(AstSnapshot, UsesAndNamedGraphsRoundTrip) {
       arch = a.get();
   ASSERT_TRUE(arch);
   // qwen3_vl extends vision_language: its own `use qwen3_vl_text as text`
-  // and graphs (vision_encoder, embedding (with visual_pos_masks), decoder).
+  // and graphs (vision_encoder, decoder; the embedding is the base's).
   ASSERT_EQ(arch->uses.size(), 1u);
-  ASSERT_EQ(arch->graphs.size(), 3u);
+  ASSERT_EQ(arch->graphs.size(), 2u);
   auto decoded = ast::decodeFile(encode(*it->ast), it->fileId);
   ASSERT_TRUE(decoded);
   ast::ArchDecl *back = nullptr;
@@ -159,19 +159,18 @@ TEST(AstSnapshot, UsesAndNamedGraphsRoundTrip) {
   EXPECT_EQ(back->uses[0].arch, "qwen3_vl_text");
   EXPECT_EQ(back->uses[0].alias, "text");
   EXPECT_EQ(back->uses[0].aliasRange.begin, arch->uses[0].aliasRange.begin);
-  ASSERT_EQ(back->graphs.size(), 3u);
+  ASSERT_EQ(back->graphs.size(), 2u);
   EXPECT_EQ(back->graphs[0]->name, "vision_encoder");
-  EXPECT_EQ(back->graphs[1]->name, "embedding");
-  EXPECT_EQ(back->graphs[2]->name, "decoder");
-  EXPECT_EQ(back->graphs[2]->nameRange.begin, arch->graphs[2]->nameRange.begin);
-  EXPECT_TRUE(arch->graphs[2]->nameRange.begin.isValid());
+  EXPECT_EQ(back->graphs[1]->name, "decoder");
+  EXPECT_EQ(back->graphs[1]->nameRange.begin, arch->graphs[1]->nameRange.begin);
+  EXPECT_TRUE(arch->graphs[1]->nameRange.begin.isValid());
   EXPECT_FALSE(back->model); // the base's main model
   EXPECT_EQ(back->base, "vision_language");
   EXPECT_EQ(dumpAst(*decoded), it->dump);
   // The dump shows the members: renaming one changes it.
-  back->graphs[2]->name = "decoders";
+  back->graphs[1]->name = "decoders";
   EXPECT_NE(dumpAst(*decoded), it->dump);
-  back->graphs[2]->name = "decoder";
+  back->graphs[1]->name = "decoder";
   back->uses[0].alias = "lm";
   EXPECT_NE(dumpAst(*decoded), it->dump);
 }

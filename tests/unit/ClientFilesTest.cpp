@@ -727,20 +727,27 @@ TEST(VlmFolder, EmbeddingFeaturesDefaultAndFloat32PixelValues) {
 
 TEST(VlmFolder, DecoderInputsTransformersJsDoesNotFeed) {
   // transformers.js feeds inputs_embeds, attention_mask, position_ids and
-  // the cache: LLaVA's decoder reads nothing else, Gemma 3's also
-  // token_type_ids, Qwen3-VL's the deepstack inputs.
-  auto llava = compileBundled("llava", "tiny/llava.json");
-  ASSERT_TRUE(llava.ok) << llava.diagnostics();
-  EXPECT_TRUE(transformersJsUnfedDecoderInputs(*packageGraph(llava, "decoder"))
-                  .empty());
-  auto gemma =
-      compileBundled("gemma3_multimodal", "tiny/gemma3_multimodal.json");
-  ASSERT_TRUE(gemma.ok) << gemma.diagnostics();
-  EXPECT_EQ(transformersJsUnfedDecoderInputs(*packageGraph(gemma, "decoder")),
-            std::vector<std::string>{"token_type_ids"});
-  auto qwen = compileBundled("qwen3_vl", "tiny/qwen3_vl.json");
-  ASSERT_TRUE(qwen.ok) << qwen.diagnostics();
-  EXPECT_EQ(
-      transformersJsUnfedDecoderInputs(*packageGraph(qwen, "decoder")),
-      (std::vector<std::string>{"visual_pos_masks", "deepstack_features"}));
+  // the cache. The bundled decoders read nothing else: Gemma 3's image
+  // blocks and Qwen3-VL's deepstack features travel as side channels of
+  // inputs_embeds.
+  for (const auto &[arch, config] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"llava", "tiny/llava.json"},
+           {"gemma3_multimodal", "tiny/gemma3_multimodal.json"},
+           {"qwen3_vl", "tiny/qwen3_vl.json"}}) {
+    auto c = compileBundled(arch, config);
+    ASSERT_TRUE(c.ok) << c.diagnostics();
+    EXPECT_TRUE(
+        transformersJsUnfedDecoderInputs(*packageGraph(c, "decoder")).empty())
+        << arch;
+  }
+  // A decoder with another input is reported (the folder note), cache
+  // inputs and use_cache_branch are not.
+  ir::Module m;
+  for (const char *n :
+       {"inputs_embeds", "attention_mask", "position_ids", "token_type_ids",
+        "past_key_values.0.key", "use_cache_branch", "deepstack_features"})
+    m.graph.body.addArgument(ir::TensorType(ir::DType::F32, {}), n);
+  EXPECT_EQ(transformersJsUnfedDecoderInputs(m),
+            (std::vector<std::string>{"token_type_ids", "deepstack_features"}));
 }

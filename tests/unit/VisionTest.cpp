@@ -161,7 +161,8 @@ TEST(Package, DeadCodeKeepsTheWeightsDeclared) {
 
 // Gemma 3's decoder graph passes token_type_ids to every attention through
 // gemma3.arch's lm (the `image_blocks` hook, std attention's
-// `bidirectional`); its text model, the same lm unhooked, passes nothing.
+// `bidirectional`), derived from the marker channel of its inputs_embeds
+// (no other input); its text model, the same lm unhooked, passes nothing.
 TEST(Package, Gemma3ImageBlocksReachEveryAttention) {
   Options opts;
   opts.input = std::string(ARCHC_SOURCE_DIR) + "/archs/gemma3_multimodal.arch";
@@ -175,20 +176,32 @@ TEST(Package, Gemma3ImageBlocksReachEveryAttention) {
   c.ok = compileModule(opts, *c.c, ir);
   ASSERT_TRUE(c.ok) << c.diagnostics();
   const ir::Module &decoder = *graph(c, "decoder");
-  const ir::Value *blocks = nullptr;
+  std::vector<std::string> inputs;
   for (const auto &a : decoder.graph.body.getArguments())
-    if (a->name == "token_type_ids")
-      blocks = a.get();
-  ASSERT_TRUE(blocks);
+    inputs.push_back(a->name);
+  EXPECT_EQ(inputs,
+            (std::vector<std::string>{"inputs_embeds", "position_ids"}));
+  const ir::Value *blocks = nullptr;
   size_t attentions = 0;
   ir::walk(decoder.graph.body, [&](const ir::Op &op) {
     if (op.getKind() != ir::OpKind::Attention)
       return;
     ++attentions;
+    if (!blocks)
+      blocks = op.operand("bidirectional");
     EXPECT_EQ(op.operand("bidirectional"), blocks);
   });
   // Two layer kinds (sliding, full), one body each.
   EXPECT_EQ(attentions, 2u);
+  // An integer cast of the marker channel, sliced from inputs_embeds.
+  ASSERT_TRUE(blocks);
+  ASSERT_TRUE(blocks->getDefiningOp());
+  EXPECT_EQ(blocks->getDefiningOp()->getKind(), ir::OpKind::Cast);
+  EXPECT_EQ(blocks->type.dtype, ir::DType::I64);
+  const ir::Value *v = blocks;
+  while (v->getDefiningOp() && v->getDefiningOp()->getNumOperands() > 0)
+    v = v->getDefiningOp()->getOperand(0);
+  EXPECT_EQ(v->name, "inputs_embeds");
   const ir::Op *text = first(*c.c->module, ir::OpKind::Attention);
   ASSERT_TRUE(text);
   EXPECT_EQ(text->operand("bidirectional"), nullptr);

@@ -71,9 +71,10 @@ bool adaptForClients(const std::string &graph, onnx::GraphProto &g,
 
 /// The decoder inputs transformers.js 4.3.1's image-text-to-text forward
 /// never feeds: it passes decoder_model_merged only inputs_embeds,
-/// attention_mask, position_ids and the past_key_values.* cache (Gemma 3's
-/// token_type_ids and Qwen3-VL's visual_pos_masks / deepstack_features are
-/// not among them). Empty when it feeds everything the decoder reads.
+/// attention_mask, position_ids and the past_key_values.* cache (what else
+/// a family's decoder needs travels in side channels of inputs_embeds:
+/// Gemma 3's image marker, Qwen3-VL's deepstack features). Empty when it
+/// feeds everything the decoder reads.
 std::vector<std::string>
 transformersJsUnfedDecoderInputs(const ir::Module &decoder);
 

@@ -1,9 +1,10 @@
 // Drives an archc-emitted vision-language package (OUT/onnx/vision_encoder,
 // embed_tokens, decoder_model_merged) in ONNX Runtime as onnxruntime-genai
-// would: the
-// vision encoder turns pixel values into image features (and deepstack
+// would: the vision encoder turns pixel values into image features (with
+// the family's side channels: Gemma 3's image marker, Qwen3-VL's deepstack
 // features), the embedding merges them into the token embeddings, the
-// decoder runs with its KV cache (past_key_values.* fed from present.*).
+// decoder runs on those with its KV cache (past_key_values.* fed from
+// present.*).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -158,6 +159,17 @@ class VlmPackage {
     p.stateInputs = dec.filter((m) => m.name.startsWith('past_key_values.'));
     p.decoderInputs = new Map(dec.map((m) => [m.name, m]));
     p.floatType = p.decoderInputs.get('inputs_embeds').type;
+    // onnxruntime-genai allocates the image features and the embedding
+    // output [batch, seq, decoder.hidden_size]: the width the three graphs
+    // pass on (side channels included).
+    const width = p.decoderInputs.get('inputs_embeds').shape.at(-1);
+    const widths = {
+      'genai_config.json decoder.hidden_size': p.genai.model.decoder.hidden_size,
+      'embedding image_features': p.embedding.inputMetadata.find((m) => m.name === 'image_features').shape.at(-1),
+      'vision_encoder image_features': p.vision.outputMetadata.find((m) => m.name === 'image_features').shape.at(-1),
+    };
+    for (const [what, w] of Object.entries(widths))
+      if (w !== width) throw new Error(`${what} is ${w}, the decoder's inputs_embeds width ${width}`);
     return p;
   }
 
@@ -184,11 +196,10 @@ class VlmPackage {
     return this.vision.run(feeds);
   }
 
-  /// Zero-row features for text-only steps ([0, hidden], or [n, 0, hidden]).
+  /// Zero-row features for text-only steps ([0, width]).
   emptyLike(name) {
-    const m = this.decoderInputs.get(name) ||
-      this.embedding.inputMetadata.find((x) => x.name === name);
-    const shape = m.shape.map((d, i) => (typeof d === 'number' ? d : 0));
+    const m = this.embedding.inputMetadata.find((x) => x.name === name);
+    const shape = m.shape.map((d) => (typeof d === 'number' ? d : 0));
     return new ort.Tensor(m.type, m.type === 'float16' ? new Uint16Array(0) : new Float32Array(0), shape);
   }
 
@@ -203,9 +214,7 @@ class VlmPackage {
   }
 
   /// The embedding graph over token rows with `features` (an ort tensor,
-  /// or null for a text-only step): its outputs by name (inputs_embeds, and
-  /// what else the family's embedding derives from input_ids for the
-  /// decoder, Qwen3-VL's visual_pos_masks).
+  /// or null for a text-only step): its outputs by name (inputs_embeds).
   async embed(rows, features) {
     const b = rows.length, s = rows[0].length;
     return this.embedding.run({
@@ -215,28 +224,20 @@ class VlmPackage {
   }
 
   /// One decoder call on the embedding graph's outputs `embedded`. The
-  /// decoder's inputs come from the text model's own (inputs_embeds, the
-  /// mask, positions, the cache), the embedding graph's outputs, and
-  /// `extra` (per-model inputs by name: the vision encoder's outputs,
-  /// Gemma 3's token_type_ids). A vision output not given is a text-only
-  /// step's (zero image rows), a token_type_ids not given is all text;
-  /// any other input no graph produces is an error.
-  async decode(embedded, mask, positions, state, extra) {
+  /// decoder is fed what transformers.js's image-text-to-text forward feeds
+  /// it: inputs_embeds (with whatever side channels the graphs carry), the
+  /// mask, positions and the cache; any other decoder input is an error.
+  async decode(embedded, mask, positions, state) {
     const embeds = embedded.inputs_embeds;
     const [b, s] = embeds.dims;
     const feeds = { inputs_embeds: embeds, ...state };
-    for (const [name, t] of Object.entries(embedded))
-      if (this.decoderInputs.has(name)) feeds[name] = t;
     feeds.attention_mask = i64(mask.flat(), [b, mask[0].length]);
     const pos = this.decoderInputs.get('position_ids');
     feeds.position_ids = i64(positions.flat(2), pos.shape.length === 3 ? [3, b, s] : [b, s]);
-    for (const [name, m] of this.decoderInputs) {
-      if (name in feeds) continue;
-      if (extra && extra[name]) { feeds[name] = extra[name]; continue; }
-      if (this.vision.outputNames.includes(name)) feeds[name] = this.emptyLike(name);
-      else if (name === 'token_type_ids') feeds[name] = i64(new Array(b * s).fill(0), [b, s]);
-      else throw new Error(`decoder input ${name} (${m.type}) is produced by no graph of the package`);
-    }
+    for (const [name, m] of this.decoderInputs)
+      if (!(name in feeds))
+        throw new Error(`decoder input ${name} (${m.type}) is none of inputs_embeds, attention_mask, ` +
+          'position_ids and the cache, which is all transformers.js feeds');
     const out = await this.decoder.run(feeds);
     const next = {};
     for (const [name, t] of Object.entries(out))
