@@ -299,7 +299,7 @@ async function main() {
       tokens.push(tok);
     }
     let same = tokens.every((t, i) => t === want[i]);
-    if (!same && f16) {
+    if (!same && (f16 || args.dtype === 'q4f16')) {
       // A token may part only after a step whose own gap is within twice
       // the bound (check_dtype.js's rule); the steps before must agree.
       const tol = bound * Math.max(1, maxAbs(gLogits.data));

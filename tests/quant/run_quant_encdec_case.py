@@ -201,6 +201,8 @@ def main():
     ap.add_argument("--bounds")
     ap.add_argument("--min-corr", type=float)
     ap.add_argument("--tjs", action="store_true")
+    ap.add_argument("--bound", help="ONNX Runtime's tolerance relative to max(1, max|expected|) (default the "
+                    "fixtures' 1e-4); half-precision activations (q4f16) round where the reference does not")
     ap.add_argument("--record", help="quant_bounds.json: measure, and write the case's class bound there")
     a = ap.parse_args()
     name = os.path.basename(os.path.normpath(a.case))
@@ -236,7 +238,8 @@ def main():
               f"({'HF' + chr(39) + 's ids' if same else 'HF: ' + str(E['greedy_ids'][0].tolist())})")
     rc = subprocess.run([a.node, os.path.join(HERE, "..", "ort", "check_encdec.js"), "--archc", a.archc,
                          "--case", a.case, "--work", os.path.join(a.work, "ort"), "--folder", out,
-                         "--dtype", a.tag, "--expected", expected]).returncode
+                         "--dtype", a.tag, "--expected", expected] +
+                        (["--bound", a.bound] if a.bound else [])).returncode
     if rc:
         problems.append("ONNX Runtime against the reference over the dequantized weights")
 
