@@ -109,8 +109,11 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
   const nlohmann::json emptyConfig = nlohmann::json::object();
   const nlohmann::json &config = opts.config ? *opts.config : emptyConfig;
   std::string type = config.value("model_type", "");
-  bool genai = opts.genaiConfig && graphNamed(graphs, "genai_encoder") &&
-               graphNamed(graphs, "genai_decoder");
+  bool genaiGraphs = graphNamed(graphs, "genai_encoder") &&
+                     graphNamed(graphs, "genai_decoder");
+  // Without the caches (--no-kv-cache) the runtime's pair has nothing to
+  // carry between its graphs.
+  bool genai = opts.genaiConfig && opts.kvCache && genaiGraphs;
   std::vector<std::string> names = {"encoder", "decoder"};
   if (genai) {
     names.push_back("genai_encoder");
@@ -332,6 +335,12 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
                                 "takes {} (max_source_positions {}), so "
                                 "onnxruntime-genai will refuse its input",
                                 frames, frames / 2));
+  } else if (opts.genaiConfig && genaiGraphs) {
+    diags.report(Severity::Note, SourceRange(),
+                 "genai_config.json not written: onnxruntime-genai's " + type +
+                     " passes the cross-attention keys and values and the "
+                     "self-attention cache between its graphs, which "
+                     "--no-kv-cache leaves out");
   } else if (opts.genaiConfig) {
     diags.report(Severity::Note, SourceRange(),
                  "genai_config.json not written: onnxruntime-genai runs "
