@@ -361,6 +361,43 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
     set.removeStale({"onnx"}, [file = file](const std::string &rel) {
       return isExternalDataOf(file, fs::path(rel).filename().string());
     });
+  if (!genai) {
+    // An earlier run's onnxruntime-genai pair of this dtype (its graphs
+    // point into the data files this run rewrote) and the
+    // genai_config.json that names it go.
+    std::set<std::string> stale;
+    for (const char *stem : {"encoder_model", "decoder_model"}) {
+      std::string file = seq2seqModelFile(
+          stem, graphNamed(graphs, "decoder")->activationDType, opts.quant);
+      stale.insert(file.substr(0, file.size() - 5) + ".genai.onnx");
+    }
+    set.removeStale({"onnx"}, [stale](const std::string &rel) {
+      std::string name = fs::path(rel).filename().string();
+      for (const std::string &f : stale)
+        if (name == f || isExternalDataOf(f, name))
+          return true;
+      return false;
+    });
+    fs::path genaiPath = outDir / "genai_config.json";
+    set.removeStale({""}, [stale, genaiPath](const std::string &rel) {
+      if (rel != "genai_config.json")
+        return false;
+      nlohmann::json old = readJsonIfPresent(genaiPath, /*input=*/false);
+      const nlohmann::json *model =
+          old.is_object() && old.contains("model") ? &old["model"] : nullptr;
+      if (!model || !model->is_object())
+        return false;
+      for (const char *part : {"encoder", "decoder"}) {
+        auto it = model->find(part);
+        if (it != model->end() && it->is_object() &&
+            stale.count(fs::path(it->value("filename", std::string()))
+                            .filename()
+                            .string()))
+          return true;
+      }
+      return false;
+    });
+  }
   if (!set.publish(diags))
     return false;
   // A folder without a tokenizer: the text pipelines cannot run it.
