@@ -46,7 +46,6 @@ sys.path.insert(0, os.path.join(HERE, "..", "reference", "encdec"))
 import quant_formats as qf  # noqa: E402
 import run_quant_case as rq  # noqa: E402
 import selfcheck_encdec as sc  # noqa: E402
-from hf_reference import write_safetensors  # noqa: E402
 
 HEADROOM = 2.0
 
@@ -225,13 +224,8 @@ def main():
 
     # Step 3: the reference over the dequantized weights, ONNX Runtime against it.
     got = sc.compute(cfg, ref_weights, E)
-    res = {k: v for k, v in E.items() if k in ("input_ids", "attention_mask", "token_type_ids",
-                                                "input_features", "decoder_input_ids")}
-    for k, v in got.items():
-        if k in E:
-            res[k] = np.asarray(v).astype(E[k].dtype)
     expected = os.path.join(a.work, "expected_dequantized.safetensors")
-    write_safetensors(expected, res, meta)
+    sc.write_expected(expected, E, got, meta)
     if "greedy_ids" in got:
         same = np.array_equal(np.asarray(got["greedy_ids"]), E["greedy_ids"])
         print(f"     {name} reference over the dequantized weights: greedy {got['greedy_ids'][0].tolist()} "

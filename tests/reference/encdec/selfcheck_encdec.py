@@ -18,7 +18,7 @@ import numpy as np
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import encdec_reference as er  # noqa: E402
-from hf_reference import read_safetensors  # noqa: E402
+from hf_reference import read_safetensors, write_safetensors  # noqa: E402
 
 
 def load(case):
@@ -55,6 +55,19 @@ def compute(cfg, W, E):
     out["greedy_ids"] = np.array([ids])
     out["greedy_logits"] = lg[None]
     return out
+
+
+INPUTS = ("input_ids", "attention_mask", "token_type_ids", "input_features", "decoder_input_ids")
+
+
+def write_expected(path, E, got, meta):
+    """An expected.safetensors for another model of the case: its inputs and the reference's outputs `got`
+    (compute()) under the fixture's names and dtypes."""
+    res = {k: v for k, v in E.items() if k in INPUTS}
+    for k, v in got.items():
+        if k in E:
+            res[k] = np.asarray(v).astype(E[k].dtype)
+    write_safetensors(path, res, meta)
 
 
 def compare(E, got):
