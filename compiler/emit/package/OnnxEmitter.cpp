@@ -361,18 +361,9 @@ bool emitOnnx(const ir::Module &m, const OnnxEmitOptions &opts,
   });
   set.removeStale({""}, [=](const std::string &rel) {
     if (rel == "genai_config.json") {
-      nlohmann::json old = readJsonIfPresent(genaiPath, /*input=*/false);
-      if (!old.is_object())
-        return false;
-      const nlohmann::json *file = nullptr;
-      try {
-        file = &old.at("model").at("decoder").at("filename");
-      } catch (...) {
-        return false;
-      }
-      return file->is_string() &&
-             (file->get<std::string>() == modelRelStr ||
-              fs::path(file->get<std::string>()).filename() == genaiVariant);
+      std::string file = genaiDecoderFile(genaiPath);
+      return !file.empty() &&
+             (file == modelRelStr || fs::path(file).filename() == genaiVariant);
     }
     if (copiedTokenizer) {
       const auto &names = tokenizerFileNames();

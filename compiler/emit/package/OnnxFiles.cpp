@@ -88,6 +88,14 @@ nlohmann::json readJsonIfPresent(const fs::path &path, bool input) {
   return j;
 }
 
+std::string genaiDecoderFile(const fs::path &genaiConfig) {
+  nlohmann::json old = readJsonIfPresent(genaiConfig, /*input=*/false);
+  const nlohmann::json::json_pointer at("/model/decoder/filename");
+  if (!old.is_object() || !old.contains(at) || !old[at].is_string())
+    return "";
+  return old[at].get<std::string>();
+}
+
 std::string modelTypeOf(const nlohmann::json &config, const ir::Module &m) {
   auto it = config.find("model_type");
   if (it != config.end() && it->is_string())

@@ -44,6 +44,10 @@ bool writeText(OutputSet &set, const std::string &rel, const std::string &text,
 nlohmann::json readJsonIfPresent(const std::filesystem::path &path,
                                  bool input = true);
 
+/// The model.decoder.filename of an earlier genai_config.json (an output
+/// read back), or "" when it has none.
+std::string genaiDecoderFile(const std::filesystem::path &genaiConfig);
+
 /// config.json's model_type, else the module's name.
 std::string modelTypeOf(const nlohmann::json &config, const ir::Module &m);
 

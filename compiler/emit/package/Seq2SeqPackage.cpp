@@ -58,6 +58,17 @@ std::optional<int64_t> bound(const ir::Module &m, const std::string &key) {
 }
 } // namespace
 
+namespace {
+/// onnxruntime-genai's graph of `stem` beside transformers.js' files:
+/// encoder_model_fp16.genai.onnx.
+std::string genaiModelFile(const std::string &stem, ir::DType dtype,
+                           const ir::QuantOptions &quant) {
+  std::string file = seq2seqModelFile(stem, dtype, quant);
+  return file.substr(0, file.size() - std::string(".onnx").size()) +
+         ".genai.onnx";
+}
+} // namespace
+
 bool isSeq2SeqPackage(const std::vector<PackageGraph> &graphs) {
   return graphNamed(graphs, "encoder") && graphNamed(graphs, "decoder");
 }
@@ -224,9 +235,9 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
   std::map<std::string, std::string> files;
   for (Lowered &l : lowered) {
     std::string file =
-        seq2seqModelFile(l.stem, l.module->activationDType, opts.quant);
-    if (l.name.starts_with("genai_")) // encoder_model_fp16.genai.onnx
-      file = file.substr(0, file.size() - 5) + ".genai.onnx";
+        l.name.starts_with("genai_")
+            ? genaiModelFile(l.stem, l.module->activationDType, opts.quant)
+            : seq2seqModelFile(l.stem, l.module->activationDType, opts.quant);
     std::string rel = "onnx/" + file;
     files[l.name] = rel;
     WeightStats stats;
@@ -366,11 +377,9 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
     // point into the data files this run rewrote) and the
     // genai_config.json that names it go.
     std::set<std::string> stale;
-    for (const char *stem : {"encoder_model", "decoder_model"}) {
-      std::string file = seq2seqModelFile(
-          stem, graphNamed(graphs, "decoder")->activationDType, opts.quant);
-      stale.insert(file.substr(0, file.size() - 5) + ".genai.onnx");
-    }
+    for (const char *stem : {"encoder_model", "decoder_model"})
+      stale.insert(genaiModelFile(
+          stem, graphNamed(graphs, "decoder")->activationDType, opts.quant));
     set.removeStale({"onnx"}, [stale](const std::string &rel) {
       std::string name = fs::path(rel).filename().string();
       for (const std::string &f : stale)
@@ -378,24 +387,12 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
           return true;
       return false;
     });
+    // It names the pair's decoder (and the encoder of the same dtype).
     fs::path genaiPath = outDir / "genai_config.json";
     set.removeStale({""}, [stale, genaiPath](const std::string &rel) {
-      if (rel != "genai_config.json")
-        return false;
-      nlohmann::json old = readJsonIfPresent(genaiPath, /*input=*/false);
-      const nlohmann::json *model =
-          old.is_object() && old.contains("model") ? &old["model"] : nullptr;
-      if (!model || !model->is_object())
-        return false;
-      for (const char *part : {"encoder", "decoder"}) {
-        auto it = model->find(part);
-        if (it != model->end() && it->is_object() &&
-            stale.count(fs::path(it->value("filename", std::string()))
-                            .filename()
-                            .string()))
-          return true;
-      }
-      return false;
+      return rel == "genai_config.json" &&
+             stale.count(
+                 fs::path(genaiDecoderFile(genaiPath)).filename().string());
     });
   }
   if (!set.publish(diags))
