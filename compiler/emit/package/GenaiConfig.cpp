@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "emit/package/GenaiConfig.h"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <set>
@@ -305,17 +306,30 @@ nlohmann::ordered_json makeWhisperGenaiConfig(const ir::Module &encoder,
 
 nlohmann::ordered_json
 makeWhisperAudioProcessorConfig(const nlohmann::json *preprocessor,
-                                int64_t melBins) {
+                                int64_t melBins,
+                                std::vector<std::string> &notUsed) {
   using nlohmann::ordered_json;
   // WhisperFeatureExtractor's defaults, overridden by the model's file.
   auto field = [&](const char *key, int64_t fallback) -> int64_t {
     if (preprocessor && preprocessor->is_object()) {
       auto it = preprocessor->find(key);
-      if (it != preprocessor->end() && it->is_number_integer())
+      if (it == preprocessor->end() || it->is_null())
+        return fallback;
+      if (it->is_number_integer() && it->get<int64_t>() > 0)
         return it->get<int64_t>();
+      notUsed.push_back(
+          fmt::format("{} ({}: not a positive integer)", key, it->dump()));
     }
     return fallback;
   };
+  if (preprocessor && preprocessor->is_object()) {
+    auto it = preprocessor->find("feature_size");
+    if (it != preprocessor->end() &&
+        !(it->is_number_integer() && it->get<int64_t>() == melBins))
+      notUsed.push_back(fmt::format("feature_size ({}: the model's "
+                                    "num_mel_bins is {})",
+                                    it->dump(), melBins));
+  }
   int64_t nFft = field("n_fft", 400), hop = field("hop_length", 160);
   int64_t chunk = field("chunk_length", 30);
   ordered_json decoder = {

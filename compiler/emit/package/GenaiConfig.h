@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 namespace archc {
 
@@ -54,10 +55,13 @@ nlohmann::ordered_json makeWhisperGenaiConfig(const ir::Module &encoder,
 /// onnxruntime-genai's audio_processor_config.json for Whisper (its log-mel
 /// front end: STFT and mel filter sizes), from the model's
 /// preprocessor_config.json (`preprocessor`, may be null) or Whisper's
-/// defaults, with the model's `melBins` filters.
+/// defaults, with the model's `melBins` filters. Fields of `preprocessor`
+/// it cannot use (not a positive integer; a feature_size other than
+/// `melBins`) are added to `notUsed`, each with its value and why.
 nlohmann::ordered_json
 makeWhisperAudioProcessorConfig(const nlohmann::json *preprocessor,
-                                int64_t melBins);
+                                int64_t melBins,
+                                std::vector<std::string> &notUsed);
 
 } // namespace archc
 

@@ -224,8 +224,10 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
   if (!set.begin(outDir.string(), diags))
     return false;
   uint64_t total = 0;
+  // onnxruntime-genai's graphs normally write nothing (shareExternal).
   for (const Lowered &l : lowered)
-    total += l.plan->totalBytes();
+    if (!l.name.starts_with("genai_"))
+      total += l.plan->totalBytes();
   ProgressBar bar("binding weights", total,
                   opts.progress && source != WeightSource::Layout);
   // Data file counts per model file: transformers.js' (config.json lists
@@ -323,15 +325,30 @@ bool emitSeq2SeqPackage(const std::vector<PackageGraph> &graphs,
     if (opts.inputDir.empty() ||
         !fs::exists(fs::path(opts.inputDir) / "audio_processor_config.json",
                     ec)) {
+      fs::path preprocessorPath =
+          fs::path(opts.inputDir) / "preprocessor_config.json";
       nlohmann::json preprocessor =
           opts.inputDir.empty()
               ? nlohmann::json()
-              : readJsonIfPresent(fs::path(opts.inputDir) /
-                                      "preprocessor_config.json",
-                                  /*input=*/true);
+              : readJsonIfPresent(preprocessorPath, /*input=*/true);
+      std::vector<std::string> notUsed;
+      if (!opts.inputDir.empty() && !preprocessor.is_object() &&
+          fs::exists(preprocessorPath, ec))
+        notUsed.push_back("the whole file (not a readable JSON object)");
       nlohmann::ordered_json audio = makeWhisperAudioProcessorConfig(
           preprocessor.is_object() ? &preprocessor : nullptr,
-          bound(encoder, "num_mel_bins").value_or(0));
+          bound(encoder, "num_mel_bins").value_or(0), notUsed);
+      if (!notUsed.empty()) {
+        std::string list;
+        for (const std::string &n : notUsed)
+          list += (list.empty() ? "" : ", ") + n;
+        diags.warning(SourceRange(),
+                      fmt::format("'{}': not used for onnxruntime-genai's "
+                                  "audio_processor_config.json, which takes "
+                                  "Whisper's defaults and the model's "
+                                  "num_mel_bins instead: {}",
+                                  preprocessorPath.string(), list));
+      }
       if (!writeText(set, "audio_processor_config.json", audio.dump(4) + "\n",
                      diags))
         return false;
